@@ -1,0 +1,106 @@
+// Package model holds the result model shared by the runner, the store and
+// the reports: runs, cases, samples and the metric names with their units.
+// It has no behaviour beyond naming; every other package speaks it.
+package model
+
+import "time"
+
+// Status of a case.
+type Status string
+
+const (
+	StatusOK      Status = "ok"
+	StatusSkipped Status = "skipped"
+	StatusFailed  Status = "failed"
+	// StatusPending marks a case that is stored but not finished yet; a
+	// resumed run picks it up again.
+	StatusPending Status = "pending"
+)
+
+// Params are the parameters of one case beyond its mode, topology and
+// workload. Zero values mean "not applicable" and are left out of JSON, so
+// a case records only what it used.
+type Params struct {
+	Flows        int    `json:"flows,omitempty"`
+	MsgSize      int    `json:"msg_size,omitempty"`      // bytes per write (stream)
+	RequestSize  int    `json:"request_size,omitempty"`  // bytes (rr)
+	ResponseSize int    `json:"response_size,omitempty"` // bytes (rr)
+	NICRate      string `json:"nic_rate,omitempty"`      // tc tbf rate on emulated NICs, e.g. "1gbit"
+	MTU          int    `json:"mtu,omitempty"`
+	DurationMS   int64  `json:"duration_ms,omitempty"`
+	WarmupMS     int64  `json:"warmup_ms,omitempty"`
+	Samples      int    `json:"samples,omitempty"`
+}
+
+// Case is one point of the scenario's matrix.
+type Case struct {
+	ID       int64  `json:"-"`
+	Index    int    `json:"index"`
+	Key      string `json:"key"` // stable identity of the case within a scenario
+	Mode     string `json:"mode"`
+	Topology string `json:"topology"`
+	Workload string `json:"workload"`
+	Engine   string `json:"engine"`
+	Params   Params `json:"params"`
+	Status   Status `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Interval is a slice of a sample, normally one second long.
+type Interval struct {
+	StartMS int64   `json:"start_ms"` // from the sample's start
+	EndMS   int64   `json:"end_ms"`
+	Bytes   int64   `json:"bytes,omitempty"`
+	BPS     float64 `json:"bps,omitempty"`
+}
+
+// Sample is one timed repetition of a case.
+type Sample struct {
+	Index    int                `json:"index"`
+	Started  time.Time          `json:"started"`
+	Duration time.Duration      `json:"duration_ns"`
+	Values   map[string]float64 `json:"values"`
+	// Latency is an HDR histogram of per-transaction latency in
+	// nanoseconds, in HdrHistogram's compressed V2 encoding; nil for
+	// workloads without transactions. Percentiles are always computed
+	// from merged histograms, never by averaging percentiles.
+	Latency   []byte     `json:"latency_hdr,omitempty"`
+	Intervals []Interval `json:"intervals,omitempty"`
+}
+
+// Environment is the fingerprint of the machine a run was made on.
+type Environment struct {
+	Hostname  string            `json:"hostname"`
+	Kernel    string            `json:"kernel"`
+	CPUModel  string            `json:"cpu_model"`
+	Cores     int               `json:"cores"`
+	NUMANodes int               `json:"numa_nodes"`
+	MemoryMB  int64             `json:"memory_mb"`
+	Version   string            `json:"cnbench_version"`
+	GoVersion string            `json:"go_version"`
+	Tools     map[string]string `json:"tools,omitempty"` // tool name -> version line
+}
+
+// Run is one execution of a scenario.
+type Run struct {
+	ID          int64       `json:"id"`
+	Scenario    string      `json:"scenario"`      // scenario name
+	ScenarioDoc string      `json:"scenario_yaml"` // the expanded scenario as YAML
+	Started     time.Time   `json:"started"`
+	Finished    time.Time   `json:"finished,omitempty"`
+	Status      string      `json:"status"` // running, done, interrupted, failed
+	Seed        int64       `json:"seed"`
+	Env         Environment `json:"environment"`
+}
+
+// CaseResult is a case with its stored samples.
+type CaseResult struct {
+	Case
+	Samples []Sample `json:"samples"`
+}
+
+// RunResult is everything stored about one run.
+type RunResult struct {
+	Run   Run          `json:"run"`
+	Cases []CaseResult `json:"cases"`
+}
