@@ -1,0 +1,181 @@
+// Package cpu accounts for the CPU time that endpoints spend: each endpoint
+// runs in a cgroup of its own, and a sample's CPU cost is the difference
+// between two readings of that cgroup. Softirq time, which the kernel does
+// not charge to any cgroup, is read machine-wide from /proc/stat.
+package cpu
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Usage is cumulative CPU time.
+type Usage struct {
+	User, System time.Duration
+}
+
+// Total is user plus system time.
+func (u Usage) Total() time.Duration { return u.User + u.System }
+
+// Sub returns u - v.
+func (u Usage) Sub(v Usage) Usage { return Usage{u.User - v.User, u.System - v.System} }
+
+// Cgroup is a cgroup cnbench made for one endpoint.
+type Cgroup struct {
+	Path string
+	v2   bool
+}
+
+// Hierarchy is where cnbench makes its cgroups: the cgroup2 mount when
+// there is one (its cpu.stat counts time whether or not the cpu controller
+// is enabled), otherwise the cgroup v1 cpuacct hierarchy.
+type Hierarchy struct {
+	Root string
+	V2   bool
+}
+
+// FindHierarchy locates a usable hierarchy from /proc/self/mountinfo.
+func FindHierarchy() (Hierarchy, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return Hierarchy{}, fmt.Errorf("find cgroup hierarchy: %w", err)
+	}
+	defer f.Close()
+	var v1 string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// Fields: id parent major:minor root mountpoint options - fstype source superopts
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) < 5 || len(qf) < 3 {
+			continue
+		}
+		switch {
+		case qf[0] == "cgroup2":
+			return Hierarchy{Root: pf[4], V2: true}, nil
+		case qf[0] == "cgroup" && hasOption(qf[2], "cpuacct") && v1 == "":
+			v1 = pf[4]
+		}
+	}
+	if v1 != "" {
+		return Hierarchy{Root: v1}, nil
+	}
+	return Hierarchy{}, errors.New("find cgroup hierarchy: no cgroup2 mount and no cpuacct hierarchy")
+}
+
+func hasOption(opts, want string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Create makes the cgroup NAME under the hierarchy's root.
+//
+// Equivalent to: mkdir /sys/fs/cgroup/NAME
+func (h Hierarchy) Create(name string) (*Cgroup, error) {
+	p := filepath.Join(h.Root, name)
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", p, err)
+	}
+	return &Cgroup{Path: p, v2: h.V2}, nil
+}
+
+// List returns the names of the cgroups directly under the root whose name
+// starts with prefix.
+func (h Hierarchy) List(prefix string) ([]string, error) {
+	entries, err := os.ReadDir(h.Root)
+	if err != nil {
+		return nil, fmt.Errorf("list cgroups in %s: %w", h.Root, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// Remove deletes the cgroup NAME; it must hold no process. A cgroup that
+// is already gone is not an error.
+func (h Hierarchy) Remove(name string) error {
+	err := os.Remove(filepath.Join(h.Root, name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove cgroup %s: %w", name, err)
+	}
+	return nil
+}
+
+// Add moves a process into the cgroup.
+func (c *Cgroup) Add(pid int) error {
+	err := os.WriteFile(filepath.Join(c.Path, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	if err != nil {
+		return fmt.Errorf("add pid %d to cgroup %s: %w", pid, c.Path, err)
+	}
+	return nil
+}
+
+// Usage reads the CPU time spent by the cgroup's processes so far.
+func (c *Cgroup) Usage() (Usage, error) {
+	if c.v2 {
+		return readCPUStat(filepath.Join(c.Path, "cpu.stat"))
+	}
+	user, err := readNanos(filepath.Join(c.Path, "cpuacct.usage_user"))
+	if err != nil {
+		return Usage{}, err
+	}
+	sys, err := readNanos(filepath.Join(c.Path, "cpuacct.usage_sys"))
+	if err != nil {
+		return Usage{}, err
+	}
+	return Usage{User: user, System: sys}, nil
+}
+
+func readCPUStat(path string) (Usage, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Usage{}, fmt.Errorf("read cpu usage: %w", err)
+	}
+	var u Usage
+	for _, line := range strings.Split(string(data), "\n") {
+		key, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch key {
+		case "user_usec":
+			u.User = time.Duration(n) * time.Microsecond
+		case "system_usec":
+			u.System = time.Duration(n) * time.Microsecond
+		}
+	}
+	return u, nil
+}
+
+func readNanos(path string) (time.Duration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read cpu usage: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return time.Duration(n), nil
+}

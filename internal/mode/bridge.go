@@ -1,0 +1,92 @@
+package mode
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/topo"
+)
+
+// Bridge is a veth pair per endpoint whose host side is enslaved to a
+// Linux bridge on the host, as docker0 and the CNI bridge plugin build.
+// The bridge holds the endpoints' gateway address; traffic to other hosts
+// is routed by the host.
+const Bridge = "bridge"
+
+// bridgeName is the bridge inside each host namespace.
+const bridgeName = "br0"
+
+type bridgeMode struct {
+	t       *topo.Topology
+	n       counter
+	bridges map[int]netlink.Link
+}
+
+var _ Mode = (*bridgeMode)(nil)
+
+func newBridgeMode(t *topo.Topology) Mode {
+	return &bridgeMode{t: t, n: counter{}, bridges: map[int]netlink.Link{}}
+}
+
+func (m *bridgeMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	return bridgedEndpoint(m.t, h, name, m.n, m.bridges)
+}
+
+func (m *bridgeMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+	return direct(ep, port)
+}
+
+// bridgedEndpoint places an endpoint behind host h's bridge, creating the
+// bridge on first use.
+func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, bridges map[int]netlink.Link) (*topo.Endpoint, error) {
+	br, ok := bridges[h.Index]
+	if !ok {
+		var err error
+		if br, err = createBridge(t, h); err != nil {
+			return nil, err
+		}
+		bridges[h.Index] = br
+	}
+	idx, err := n.next(h)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := newEndpointNS(t, name)
+	if err != nil {
+		return nil, err
+	}
+	hostSide, err := vethInto(t, h, ep, "v-"+name)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Handle.LinkSetMaster(hostSide, br); err != nil {
+		return nil, fmt.Errorf("enslave %s to %s in %q: %w", hostSide.Attrs().Name, bridgeName, h.NS.Name, err)
+	}
+	addr := topo.EndpointAddr(h.Index, idx)
+	subnet := topo.EndpointSubnet(h.Index)
+	if err := configureEndpoint(ep, netip.PrefixFrom(addr, subnet.Bits()), topo.Gateway(h.Index)); err != nil {
+		return nil, err
+	}
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+}
+
+// createBridge makes host h's bridge holding the endpoints' gateway.
+//
+// Equivalent to: ip link add br0 type bridge; ip addr add 198.19.I.254/24
+// dev br0; ip link set br0 up
+func createBridge(t *topo.Topology, h *topo.Host) (netlink.Link, error) {
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName, MTU: t.MTU()}}
+	if err := h.Handle.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("create bridge %s in %q: %w", bridgeName, h.NS.Name, err)
+	}
+	gw := netip.PrefixFrom(topo.Gateway(h.Index), topo.EndpointSubnet(h.Index).Bits())
+	if err := h.Handle.AddrAdd(br, &netlink.Addr{IPNet: topo.IPNet(gw)}); err != nil {
+		return nil, fmt.Errorf("address %s on %s in %q: %w", gw, bridgeName, h.NS.Name, err)
+	}
+	if err := h.Handle.LinkSetUp(br); err != nil {
+		return nil, fmt.Errorf("set %s up in %q: %w", bridgeName, h.NS.Name, err)
+	}
+	return br, nil
+}

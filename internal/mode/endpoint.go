@@ -1,0 +1,104 @@
+package mode
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/netns"
+	"cnbench/internal/topo"
+)
+
+// endpointIfName is the endpoint's interface, as in a container.
+const endpointIfName = "eth0"
+
+// endpointNS is a fresh endpoint namespace with a netlink handle in it.
+type endpointNS struct {
+	ns     *netns.NS
+	handle *netlink.Handle
+}
+
+func newEndpointNS(t *topo.Topology, name string) (endpointNS, error) {
+	ns, h, err := t.NewNamespace(name)
+	if err != nil {
+		return endpointNS{}, err
+	}
+	return endpointNS{ns: ns, handle: h}, nil
+}
+
+// vethInto creates a veth pair with hostSide in host h and eth0 in the
+// endpoint, and brings the host side up.
+//
+// Equivalent to: ip -n HOST link add HOSTSIDE type veth peer name eth0 netns EP
+func vethInto(t *topo.Topology, h *topo.Host, ep endpointNS, hostSide string) (netlink.Link, error) {
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: hostSide, MTU: t.MTU()},
+		PeerName:      endpointIfName,
+		PeerNamespace: netlink.NsFd(int(ep.ns.Handle())),
+	}
+	if err := h.Handle.LinkAdd(veth); err != nil {
+		return nil, fmt.Errorf("create veth %s in %q with peer in %q: %w", hostSide, h.NS.Name, ep.ns.Name, err)
+	}
+	link, err := h.Handle.LinkByName(hostSide)
+	if err != nil {
+		return nil, fmt.Errorf("find %s in %q: %w", hostSide, h.NS.Name, err)
+	}
+	if err := h.Handle.LinkSetUp(link); err != nil {
+		return nil, fmt.Errorf("set %s up in %q: %w", hostSide, h.NS.Name, err)
+	}
+	return link, nil
+}
+
+// configureEndpoint addresses eth0, brings it up and routes through gw.
+// A /32 address with an on-link gateway is the point-to-point layout of
+// the CNI ptp plugin; a wider prefix is an ordinary LAN.
+//
+// Equivalent to: ip addr add ADDR dev eth0; ip link set eth0 up;
+// ip route add GW dev eth0 scope link; ip route add default via GW
+func configureEndpoint(ep endpointNS, addr netip.Prefix, gw netip.Addr) error {
+	link, err := ep.handle.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
+	}
+	if err := ep.handle.AddrAdd(link, &netlink.Addr{IPNet: topo.IPNet(addr)}); err != nil {
+		return fmt.Errorf("address %s on %q: %w", addr, ep.ns.Name, err)
+	}
+	if err := ep.handle.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %s up in %q: %w", endpointIfName, ep.ns.Name, err)
+	}
+	if !gw.IsValid() {
+		return nil
+	}
+	if !addr.Contains(gw) {
+		onLink := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: topo.IPNet(netip.PrefixFrom(gw, gw.BitLen())), Scope: netlink.SCOPE_LINK}
+		if err := ep.handle.RouteAdd(onLink); err != nil {
+			return fmt.Errorf("route to gateway %s in %q: %w", gw, ep.ns.Name, err)
+		}
+	}
+	def := &netlink.Route{LinkIndex: link.Attrs().Index, Gw: net.IP(gw.AsSlice())}
+	if err := ep.handle.RouteAdd(def); err != nil {
+		return fmt.Errorf("default route via %s in %q: %w", gw, ep.ns.Name, err)
+	}
+	return nil
+}
+
+// counter numbers the endpoints a mode places on each host, from 1.
+type counter map[int]int
+
+func (c counter) next(h *topo.Host) (int, error) {
+	c[h.Index]++
+	n := c[h.Index]
+	if n > topo.MaxEndpointsPerHost {
+		return 0, errors.New("too many endpoints on one host")
+	}
+	return n, nil
+}
+
+// direct is the Expose of modes whose servers clients reach at their own
+// address.
+func direct(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+	return netip.AddrPortFrom(ep.Addr, uint16(port)), nil
+}

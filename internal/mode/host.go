@@ -1,0 +1,24 @@
+package mode
+
+import (
+	"net/netip"
+
+	"cnbench/internal/topo"
+)
+
+// Host is the native baseline: no container, the engine runs in the
+// host's namespace and uses the host's own address. Within one host the
+// traffic therefore crosses loopback; across hosts, the NICs and the wire.
+const Host = "host"
+
+type hostMode struct{}
+
+var _ Mode = hostMode{}
+
+func newHostMode(*topo.Topology) Mode { return hostMode{} }
+
+func (hostMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	return &topo.Endpoint{Name: name, Host: h, NS: h.NS, Addr: h.Addr}, nil
+}
+
+func (hostMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) { return direct(ep, port) }

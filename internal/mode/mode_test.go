@@ -1,0 +1,111 @@
+package mode
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"cnbench/internal/netns"
+	"cnbench/internal/testutil"
+	"cnbench/internal/topo"
+)
+
+// TestEveryModeConnects builds each registered mode in each topology and
+// moves bytes over TCP from a client endpoint to a server endpoint through
+// the address the mode exposes.
+func TestEveryModeConnects(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, name := range Names() {
+		for _, kind := range topo.Kinds {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				d, _ := Lookup(name)
+				if err := d.Available(); err != nil {
+					if errors.Is(err, ErrUnsupported) {
+						t.Skipf("skipped: %v", err)
+					}
+					t.Fatal(err)
+				}
+				token := netns.NewToken()
+				tp, err := topo.Build(kind, token, topo.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if err := tp.Close(); err != nil {
+						t.Error(err)
+					}
+					left, _ := netns.List()
+					for _, n := range left {
+						if netns.TokenOf(n) == token {
+							t.Errorf("namespace %s left after Close", n)
+						}
+					}
+				})
+				m := d.New(tp)
+				server, err := m.Endpoint(tp.HostFor(true), "s1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				client, err := m.Endpoint(tp.HostFor(false), "c1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				transfer(t, m, server, client)
+			})
+		}
+	}
+}
+
+func transfer(t *testing.T, m Mode, server, client *topo.Endpoint) {
+	t.Helper()
+	var ln net.Listener
+	if err := server.NS.Do(func() (err error) {
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	target, err := m.Expose(server, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, isNAT := m.(*natMode); isNAT && target.Addr() != server.Host.Addr {
+		t.Fatalf("nat exposes %s, want the server host's address %s", target, server.Host.Addr)
+	}
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- string(b) + " from " + c.RemoteAddr().(*net.TCPAddr).IP.String()
+	}()
+	var conn net.Conn
+	if err := client.NS.Do(func() (err error) {
+		conn, err = net.DialTimeout("tcp4", target.String(), 3*time.Second)
+		return err
+	}); err != nil {
+		t.Fatalf("dial %s from %s: %v", target, client.Addr, err)
+	}
+	if _, err := conn.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	select {
+	case s := <-got:
+		t.Logf("server %s via %s got %q", server.Addr, target, s)
+		if len(s) < 5 || s[:5] != "hello" {
+			t.Fatalf("server got %q, want hello", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("server got nothing within 5s")
+	}
+}

@@ -1,0 +1,61 @@
+package mode
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/topo"
+)
+
+// Veth is a routed point-to-point veth pair per endpoint, as the CNI ptp
+// plugin builds: the endpoint holds a /32 and routes everything through
+// the host's side, which answers for the gateway address; the host routes
+// the endpoint's /32 back into the pair.
+const Veth = "veth"
+
+type vethMode struct {
+	t *topo.Topology
+	n counter
+}
+
+var _ Mode = (*vethMode)(nil)
+
+func newVethMode(t *topo.Topology) Mode { return &vethMode{t: t, n: counter{}} }
+
+func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	n, err := m.n.next(h)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := newEndpointNS(m.t, name)
+	if err != nil {
+		return nil, err
+	}
+	hostSide, err := vethInto(m.t, h, ep, "v-"+name)
+	if err != nil {
+		return nil, err
+	}
+	gw := topo.Gateway(h.Index)
+	// The same gateway address sits on every host-side veth, scoped to
+	// its link, as ptp does.
+	gwAddr := &netlink.Addr{IPNet: topo.IPNet(netip.PrefixFrom(gw, 32)), Scope: int(netlink.SCOPE_LINK)}
+	if err := h.Handle.AddrAdd(hostSide, gwAddr); err != nil {
+		return nil, fmt.Errorf("address %s on %s in %q: %w", gw, hostSide.Attrs().Name, h.NS.Name, err)
+	}
+	addr := topo.EndpointAddr(h.Index, n)
+	if err := configureEndpoint(ep, netip.PrefixFrom(addr, 32), gw); err != nil {
+		return nil, err
+	}
+	back := &netlink.Route{LinkIndex: hostSide.Attrs().Index, Dst: topo.IPNet(netip.PrefixFrom(addr, 32)), Scope: netlink.SCOPE_LINK, Src: net.IP(gw.AsSlice())}
+	if err := h.Handle.RouteAdd(back); err != nil {
+		return nil, fmt.Errorf("route %s into %s in %q: %w", addr, hostSide.Attrs().Name, h.NS.Name, err)
+	}
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+}
+
+func (m *vethMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+	return direct(ep, port)
+}

@@ -1,0 +1,47 @@
+package topo
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// cnbench numbers everything from 198.18.0.0/15, the range RFC 2544
+// reserves for benchmarking, so no address it assigns can be confused with
+// a real network's.
+//
+//	198.18.0.0/16   the underlay: host i's NIC is 198.18.0.i; endpoints
+//	                that sit directly on the wire (macvlan) are 198.18.i.n
+//	198.19.i.0/24   the endpoints behind host i (veth, bridge, nat); the
+//	                host's side, the endpoints' gateway, is 198.19.i.254
+var (
+	Pool         = netip.MustParsePrefix("198.18.0.0/15")
+	UnderlayBits = 16
+)
+
+// HostAddr is host i's NIC address on the underlay.
+func HostAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}) }
+
+// WireAddr is the n-th address on host i's side of the underlay, for
+// endpoints that share the wire with their host.
+func WireAddr(host, n int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(host), byte(n)}) }
+
+// EndpointSubnet is the subnet of the endpoints behind host i.
+func EndpointSubnet(host int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 19, byte(host), 0}), 24)
+}
+
+// EndpointAddr is the n-th endpoint address behind host i.
+func EndpointAddr(host, n int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(host), byte(n)}) }
+
+// Gateway is host i's own address on its endpoint subnet.
+func Gateway(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(host), 254}) }
+
+// MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
+const MaxEndpointsPerHost = 250
+
+func checkEndpointIndex(n int) error {
+	if n < 1 || n > MaxEndpointsPerHost {
+		return fmt.Errorf("endpoint number %d out of range 1..%d", n, MaxEndpointsPerHost)
+	}
+	return nil
+}

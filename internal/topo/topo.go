@@ -1,0 +1,143 @@
+// Package topo builds where endpoints sit: emulated hosts (network
+// namespaces with an emulated NIC), the wire between them, and the
+// endpoints that modes place on them. Every namespace a topology creates is
+// recorded, and Close removes them all; the links, addresses, routes and
+// nftables tables inside them go with them.
+package topo
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/netns"
+)
+
+// Names of the topologies cnbench builds itself.
+const (
+	CHC  = "chc"  // two endpoints on one host
+	CHHC = "chhc" // two hosts joined by a wire, an endpoint on each
+)
+
+// Kinds lists the topologies, in the order docs and doctor show them.
+var Kinds = []string{CHC, CHHC}
+
+// NICName is the emulated NIC's name inside every host.
+const NICName = "nic0"
+
+// Options shape the emulated hosts' NICs.
+type Options struct {
+	// NICRateBPS limits each NIC's egress with tc tbf; 0 means unlimited.
+	NICRateBPS int64
+	// MTU of the NICs and of every link modes create; 0 means 1500.
+	MTU int
+}
+
+// Host is an emulated machine: a namespace with one emulated NIC.
+type Host struct {
+	Index int    // 1-based
+	Name  string // "h1"
+	NS    *netns.NS
+	// Addr is the NIC's address on the underlay.
+	Addr netip.Addr
+	// Handle is a netlink socket bound to the host's namespace.
+	Handle *netlink.Handle
+}
+
+// Endpoint is a container: a namespace on a host, or the host itself for
+// the native baseline, where an engine runs.
+type Endpoint struct {
+	Name string
+	Host *Host
+	NS   *netns.NS
+	Addr netip.Addr
+}
+
+// Topology is a built set of hosts. Modes add endpoints to it.
+type Topology struct {
+	Kind  string
+	Token netns.Token
+	Opts  Options
+	Hosts []*Host
+
+	mu         sync.Mutex
+	namespaces []*netns.NS
+	handles    []*netlink.Handle
+	closers    []func() error
+}
+
+// HostFor returns the host that the i-th role of a workload sits on: in chc
+// every endpoint shares host 1; across hosts, servers sit on host 1 and
+// clients on host 2.
+func (t *Topology) HostFor(server bool) *Host {
+	if server || len(t.Hosts) == 1 {
+		return t.Hosts[0]
+	}
+	return t.Hosts[1]
+}
+
+// NewNamespace creates a namespace named after the run's token and role
+// and records it for Close.
+func (t *Topology) NewNamespace(role string) (*netns.NS, *netlink.Handle, error) {
+	ns, err := netns.Create(t.Token.Name(role))
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := netlink.NewHandleAt(ns.Handle())
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("netlink handle in %q: %w", ns.Name, err), ns.Delete())
+	}
+	t.mu.Lock()
+	t.namespaces = append(t.namespaces, ns)
+	t.handles = append(t.handles, h)
+	t.mu.Unlock()
+	return ns, h, nil
+}
+
+// OnClose registers fn to run, before the namespaces go, when the topology
+// is closed; modes use it for what lives outside namespaces, such as
+// daemons.
+func (t *Topology) OnClose(fn func() error) {
+	t.mu.Lock()
+	t.closers = append(t.closers, fn)
+	t.mu.Unlock()
+}
+
+// Close removes everything the topology and its modes created. It goes on
+// past errors and reports them all, so a half-built topology is removed as
+// far as it can be.
+func (t *Topology) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		errs = append(errs, t.closers[i]())
+	}
+	t.closers = nil
+	for _, h := range t.handles {
+		h.Close()
+	}
+	t.handles = nil
+	for i := len(t.namespaces) - 1; i >= 0; i-- {
+		errs = append(errs, t.namespaces[i].Delete())
+	}
+	t.namespaces = nil
+	return errors.Join(errs...)
+}
+
+// MTU is the MTU links in this topology use.
+func (t *Topology) MTU() int {
+	if t.Opts.MTU > 0 {
+		return t.Opts.MTU
+	}
+	return 1500
+}
+
+// Scratch is an empty topology, with no hosts, for short-lived namespaces
+// such as kernel probes; Close removes what was made in it.
+func Scratch(token netns.Token) (*Topology, error) {
+	return &Topology{Kind: "scratch", Token: token}, nil
+}
