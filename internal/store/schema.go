@@ -1,0 +1,52 @@
+package store
+
+// migrations brings a database from schema version i to i+1 with
+// migrations[i]. The list only ever grows: a released step is never edited,
+// a later one alters what it needs (ALTER TABLE ... ADD COLUMN). The schema
+// version is PRAGMA user_version, which SQLite keeps in the file header and
+// changes inside the migrating transaction.
+var migrations = []string{
+	// 1: the initial schema. Times are UTC text in a fixed-width layout, so
+	// they sort and read well from the sqlite3 shell; structured values are
+	// JSON text for the same reason.
+	`
+CREATE TABLE runs (
+	id            INTEGER PRIMARY KEY,
+	scenario      TEXT    NOT NULL,
+	scenario_yaml TEXT    NOT NULL,
+	started       TEXT    NOT NULL,
+	finished      TEXT,
+	status        TEXT    NOT NULL,
+	seed          INTEGER NOT NULL,
+	environment   TEXT    NOT NULL
+);
+CREATE TABLE cases (
+	id         INTEGER PRIMARY KEY,
+	run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	case_index INTEGER NOT NULL,
+	key        TEXT    NOT NULL,
+	mode       TEXT    NOT NULL,
+	topology   TEXT    NOT NULL,
+	workload   TEXT    NOT NULL,
+	engine     TEXT    NOT NULL,
+	params     TEXT    NOT NULL,
+	status     TEXT    NOT NULL,
+	reason     TEXT    NOT NULL DEFAULT '',
+	UNIQUE (run_id, case_index)
+);
+CREATE TABLE samples (
+	id           INTEGER PRIMARY KEY,
+	case_id      INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+	sample_index INTEGER NOT NULL,
+	started      TEXT    NOT NULL,
+	duration_ns  INTEGER NOT NULL,
+	metric_values TEXT   NOT NULL,
+	latency_hdr  BLOB,
+	intervals    TEXT,
+	UNIQUE (case_id, sample_index)
+);
+`,
+}
+
+// schemaVersion is the newest schema this binary understands.
+var schemaVersion = len(migrations)
