@@ -1,0 +1,135 @@
+// Package scenario reads scenario files, checks them against the names the
+// rest of cnbench understands, and expands them into the matrix of cases a
+// run executes. It is pure: it touches no network state, so everything here
+// is tested without privileges.
+package scenario
+
+import (
+	"strings"
+	"time"
+)
+
+// Spec is a validated, fully defaulted scenario.
+type Spec struct {
+	Name        string
+	Description string
+	// Duration is the length of one sample; Warmup is an extra run before
+	// the samples whose results are thrown away.
+	Duration time.Duration
+	Warmup   time.Duration
+	Samples  int
+
+	Modes      []string
+	Topologies []Topology
+	Workloads  []Workload
+	Engines    []string
+
+	// File is the path the spec was read from; empty for specs built from
+	// flags.
+	File string
+}
+
+// Topology is one entry of the topologies axis: a topology name and the
+// options of its emulated NICs.
+type Topology struct {
+	Name string
+	// NICRate is the tc tbf rate limit of each emulated NIC in canonical tc
+	// notation (e.g. "2500mbit"); empty means unlimited. NICRateBPS is the
+	// same rate in bits per second.
+	NICRate    string
+	NICRateBPS int64
+	// MTU of the emulated NICs; 0 leaves the kernel default (1500).
+	MTU int
+}
+
+// Workload is one entry of the workloads axis. Every list is an axis of its
+// own; lists a workload type does not take stay nil.
+type Workload struct {
+	Type          string
+	Flows         []int
+	MsgSizes      []int // stream workloads: bytes per write
+	RequestSizes  []int // request/response workloads
+	ResponseSizes []int // request/response workloads
+}
+
+// Vocabulary lists the names the caller can actually run. Passing it in
+// keeps this package free of anything that touches the network.
+type Vocabulary struct {
+	Modes, Topologies, Workloads, Engines []string
+}
+
+const (
+	defaultDuration = 10 * time.Second
+	defaultWarmup   = 2 * time.Second
+	defaultSamples  = 5
+	defaultEngine   = "native"
+	defaultFlows    = 1
+	defaultMsgSize  = 128 << 10
+	defaultRRSize   = 64
+)
+
+// Limits beyond which a value is almost certainly a typo rather than an
+// experiment.
+const (
+	minDuration = time.Millisecond
+	maxDuration = time.Hour
+	maxSamples  = 1000
+	maxFlows    = 4096
+	maxSize     = 64 << 20
+	minMTU      = 576
+	maxMTU      = 65535
+	minRateBPS  = 1_000
+	maxRateBPS  = 10_000_000_000_000
+	maxCases    = 100_000
+	maxNameLen  = 64
+)
+
+// workloadKind groups workload types by the parameters they take.
+type workloadKind int
+
+const (
+	kindPlain  workloadKind = iota // no parameters (e.g. ping)
+	kindStream                     // flows, msg_size
+	kindRR                         // flows, request_size, response_size
+)
+
+// kindOf derives the parameter set from the workload's name so a workload
+// added to the vocabulary later (udp_stream, tcp_crr) needs no change here.
+func kindOf(workload string) workloadKind {
+	switch {
+	case strings.HasSuffix(workload, "_stream"):
+		return kindStream
+	case strings.HasSuffix(workload, "_rr"), strings.HasSuffix(workload, "_crr"):
+		return kindRR
+	default:
+		return kindPlain
+	}
+}
+
+// defaultWorkload is a workload of the given type with every parameter at
+// its default.
+func defaultWorkload(typ string) Workload {
+	w := Workload{Type: typ}
+	switch kindOf(typ) {
+	case kindStream:
+		w.Flows = []int{defaultFlows}
+		w.MsgSizes = []int{defaultMsgSize}
+	case kindRR:
+		w.Flows = []int{defaultFlows}
+		w.RequestSizes = []int{defaultRRSize}
+		w.ResponseSizes = []int{defaultRRSize}
+	}
+	return w
+}
+
+// workloadKeys are the keys a workload mapping of this kind may hold.
+func workloadKeys(k workloadKind) []string {
+	switch k {
+	case kindStream:
+		return []string{"type", "flows", "msg_size"}
+	case kindRR:
+		return []string{"type", "flows", "request_size", "response_size"}
+	default:
+		return []string{"type"}
+	}
+}
