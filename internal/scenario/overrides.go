@@ -1,0 +1,155 @@
+package scenario
+
+import (
+	"fmt"
+	"time"
+)
+
+// Overrides are command-line settings that replace the file's; nil leaves
+// the file's value.
+type Overrides struct {
+	Duration, Warmup *time.Duration
+	Samples          *int
+}
+
+// Apply sets the overrides after checking them with the same rules as the
+// file. On error the spec is unchanged and each *Error names its flag
+// (--duration, --warmup, --samples).
+func (s *Spec) Apply(o Overrides) error {
+	var errs errorList
+	check := func(flag, msg string) {
+		if msg != "" {
+			errs.add(&Error{Path: flag, Msg: msg})
+		}
+	}
+	duration, warmup, samples := s.Duration, s.Warmup, s.Samples
+	if o.Duration != nil {
+		duration = o.Duration.Truncate(time.Millisecond)
+		check("--duration", checkDuration(duration))
+	}
+	if o.Warmup != nil {
+		warmup = o.Warmup.Truncate(time.Millisecond)
+		check("--warmup", checkWarmup(warmup))
+	}
+	if o.Samples != nil {
+		samples = *o.Samples
+		check("--samples", checkSamples(samples))
+	}
+	if err := errs.err(); err != nil {
+		return err
+	}
+	s.Duration, s.Warmup, s.Samples = duration, warmup, samples
+	return nil
+}
+
+// Axes are the matrix given on the command line instead of in a file.
+// Flows and MsgSizes apply to every workload that takes them; empty ones
+// keep the defaults.
+type Axes struct {
+	Modes, Topologies, Workloads []string
+	Flows                        []int
+	// MsgSizes are the write size of stream workloads and both the request
+	// and the response size of request/response workloads.
+	MsgSizes []int
+}
+
+// FromAxes builds the spec a file with these axes and default settings
+// would give, named "adhoc". Errors name the flag: --modes, --topologies,
+// --workloads, --flows, --msg-size.
+func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
+	var errs errorList
+	s := &Spec{
+		Name:     "adhoc",
+		Duration: defaultDuration,
+		Warmup:   defaultWarmup,
+		Samples:  defaultSamples,
+		Modes:    flagWords(&errs, "--modes", "mode", a.Modes, v.Modes),
+		Engines:  []string{defaultEngine},
+	}
+	for _, name := range flagWords(&errs, "--topologies", "topology", a.Topologies, v.Topologies) {
+		s.Topologies = append(s.Topologies, Topology{Name: name})
+	}
+	workloads := flagWords(&errs, "--workloads", "workload", a.Workloads, v.Workloads)
+	flows := flagInts(&errs, "--flows", a.Flows, checkFlows)
+	sizes := flagInts(&errs, "--msg-size", a.MsgSizes, checkSize)
+	if msg := checkWord("engine", defaultEngine, v.Engines); msg != "" {
+		errs.add(&Error{Path: "engines", Msg: msg})
+	}
+	for _, typ := range workloads {
+		s.Workloads = append(s.Workloads, workloadsFromAxes(typ, flows, sizes)...)
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if n := s.countCases(); n > maxCases {
+		return nil, &Error{Msg: s.matrixMessage(n)}
+	}
+	return s, nil
+}
+
+// workloadsFromAxes applies the flag axes to one workload type. A
+// request/response workload gets one entry per size so request and
+// response stay equal rather than being crossed.
+func workloadsFromAxes(typ string, flows, sizes []int) []Workload {
+	w := defaultWorkload(typ)
+	kind := kindOf(typ)
+	if kind != kindPlain && len(flows) > 0 {
+		w.Flows = flows
+	}
+	switch {
+	case kind == kindStream && len(sizes) > 0:
+		w.MsgSizes = sizes
+	case kind == kindRR && len(sizes) > 0:
+		out := make([]Workload, 0, len(sizes))
+		for _, size := range sizes {
+			sized := w
+			sized.RequestSizes = []int{size}
+			sized.ResponseSizes = []int{size}
+			out = append(out, sized)
+		}
+		return out
+	}
+	return []Workload{w}
+}
+
+// flagWords checks a comma-list flag of names: known, distinct, not empty.
+func flagWords(errs *errorList, flag, kind string, names, valid []string) []string {
+	if len(names) == 0 {
+		errs.add(&Error{Path: flag, Msg: fmt.Sprintf("empty; list at least one %s (valid %s: %s)", kind, plural(kind), quoteList(valid))})
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range names {
+		if msg := checkWord(kind, name, valid); msg != "" {
+			errs.add(&Error{Path: flag, Msg: msg})
+			continue
+		}
+		if seen[name] {
+			errs.add(&Error{Path: flag, Msg: fmt.Sprintf("%s %q given twice", kind, name)})
+			continue
+		}
+		seen[name] = true
+		out = append(out, name)
+	}
+	return out
+}
+
+// flagInts checks a comma-list flag of numbers: each valid, all distinct.
+func flagInts(errs *errorList, flag string, values []int, check func(int) string) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, v := range values {
+		if msg := check(v); msg != "" {
+			errs.add(&Error{Path: flag, Msg: msg})
+			continue
+		}
+		if seen[v] {
+			errs.add(&Error{Path: flag, Msg: fmt.Sprintf("value %d given twice", v)})
+			continue
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	return out
+}
