@@ -1,0 +1,165 @@
+// Package report turns a stored run into summaries per case and metric,
+// with overheads against the native baseline, and writes them as a text
+// table, JSON, CSV or Markdown.
+//
+// Latency percentiles are always taken from the merged HDR histograms of
+// all samples of a case. Averaging per-sample percentiles would understate
+// the tail whenever samples differ, which is exactly when the tail matters.
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"cnbench/internal/model"
+	"cnbench/internal/stats"
+)
+
+// baselineMode is the mode every other mode is compared against.
+const baselineMode = "host"
+
+// Report is the summarised form of one run.
+type Report struct {
+	Run   model.Run
+	Cases []CaseReport
+	// Warnings name measurements the report had to leave out, such as a
+	// latency histogram that does not decode. They are shown by the human
+	// formats and are not part of the JSON.
+	Warnings []string
+}
+
+// CaseReport is one case with its metrics summarised over its samples.
+type CaseReport struct {
+	model.Case
+	// Metrics maps metric names to their summary. For latency metrics
+	// derived from histograms, Mean is the value from the merged histogram
+	// while Stddev, Min, Max and the interval describe the per-sample
+	// values, so Mean need not lie inside the interval.
+	Metrics map[string]stats.Summary
+	// OverheadPct maps metric names to the cost in percent against the
+	// host case with the same topology, workload, engine and parameters.
+	// Positive always means worse than native.
+	OverheadPct map[string]float64
+}
+
+// Build summarises every case of res and computes overheads. Skipped and
+// failed cases keep their status and reason but carry no metrics.
+func Build(res *model.RunResult) *Report {
+	rep := &Report{Run: res.Run, Cases: make([]CaseReport, 0, len(res.Cases))}
+	for _, c := range res.Cases {
+		cr := CaseReport{Case: c.Case}
+		if c.Status != model.StatusSkipped && c.Status != model.StatusFailed {
+			cr.Metrics = summarizeCase(c, &rep.Warnings)
+		}
+		rep.Cases = append(rep.Cases, cr)
+	}
+	addOverheads(rep.Cases)
+	return rep
+}
+
+func summarizeCase(c model.CaseResult, warnings *[]string) map[string]stats.Summary {
+	metrics := map[string]stats.Summary{}
+	latency := summarizeLatency(c, warnings)
+	for name, s := range latency {
+		metrics[name] = s
+	}
+	values := map[string][]float64{}
+	for _, smp := range c.Samples {
+		for name, v := range smp.Values {
+			if _, fromHistogram := latency[name]; fromHistogram {
+				continue
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				*warnings = append(*warnings, fmt.Sprintf("case %d sample %d: %s is %v, left out", c.Index, smp.Index, name, v))
+				continue
+			}
+			values[name] = append(values[name], v)
+		}
+	}
+	for name, xs := range values {
+		metrics[name] = stats.Summarize(xs)
+	}
+	if len(metrics) == 0 {
+		return nil
+	}
+	return metrics
+}
+
+// addOverheads compares each non-host case with the first host case that
+// differs from it in mode only.
+func addOverheads(cases []CaseReport) {
+	for i := range cases {
+		c := &cases[i]
+		if c.Mode == baselineMode || len(c.Metrics) == 0 {
+			continue
+		}
+		base := findBaseline(cases, c.Case)
+		if base == nil {
+			continue
+		}
+		for name, s := range c.Metrics {
+			hostSummary, ok := base.Metrics[name]
+			info, known := model.Metrics[name]
+			// An unknown metric has no direction, so no meaningful sign.
+			if !ok || !known || hostSummary.Mean == 0 {
+				continue
+			}
+			if c.OverheadPct == nil {
+				c.OverheadPct = map[string]float64{}
+			}
+			c.OverheadPct[name] = overheadPct(hostSummary.Mean, s.Mean, info.HigherIsBetter)
+		}
+	}
+}
+
+func findBaseline(cases []CaseReport, c model.Case) *CaseReport {
+	for i := range cases {
+		b := &cases[i]
+		if b.Mode == baselineMode && len(b.Metrics) > 0 &&
+			b.Topology == c.Topology && b.Workload == c.Workload && b.Engine == c.Engine && b.Params == c.Params {
+			return b
+		}
+	}
+	return nil
+}
+
+// overheadPct is how much worse x is than host, in percent of host.
+func overheadPct(host, x float64, higherIsBetter bool) float64 {
+	if higherIsBetter {
+		return (host - x) / host * 100
+	}
+	return (x - host) / host * 100
+}
+
+// metricOrder is the order metrics are listed in; names the model does not
+// know follow alphabetically.
+var metricOrder = []string{
+	model.ThroughputBPS, model.TransactionsPerS,
+	model.LatencyP50US, model.LatencyP90US, model.LatencyP99US, model.LatencyP999US, model.LatencyMeanUS,
+	model.CPUSenderPct, model.CPUReceiverPct, model.CPUSoftirqPct, model.CPUSPerGB, model.CPUUSPerTx,
+	model.SentBytes, model.ReceivedBytes, model.Retransmits,
+}
+
+// sortedMetricNames lists the metrics of m in report order.
+func sortedMetricNames(m map[string]stats.Summary) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	rank := func(name string) int {
+		if i := slices.Index(metricOrder, name); i >= 0 {
+			return i
+		}
+		return len(metricOrder)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := rank(names[i]), rank(names[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	return names
+}

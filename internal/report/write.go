@@ -1,0 +1,290 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"cnbench/internal/model"
+	"cnbench/internal/stats"
+)
+
+// Formats lists the formats Write accepts.
+var Formats = []string{"table", "json", "csv", "markdown"}
+
+// Write writes rep to w in format, one of Formats.
+func Write(w io.Writer, rep *Report, format string) error {
+	var err error
+	switch format {
+	case "table":
+		err = writeTable(w, rep)
+	case "json":
+		err = writeJSON(w, rep)
+	case "csv":
+		err = writeCSV(w, rep)
+	case "markdown":
+		err = writeMarkdown(w, rep)
+	default:
+		return fmt.Errorf("unknown report format %q (valid: %s)", format, strings.Join(Formats, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("write %s report: %w", format, err)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep.toJSON())
+}
+
+var csvHeader = []string{
+	"run", "case_index", "key", "mode", "topology", "workload", "engine", "status",
+	"metric", "unit", "mean", "stddev", "min", "max", "ci95_low", "ci95_high", "n", "overhead_pct",
+}
+
+// writeCSV writes one row per case and metric. A case without metrics
+// still gets one row, with the metric columns empty, so that skipped and
+// failed cases stay visible in a spreadsheet.
+func writeCSV(w io.Writer, rep *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return err
+	}
+	runID := strconv.FormatInt(rep.Run.ID, 10)
+	for _, c := range rep.Cases {
+		prefix := []string{runID, strconv.Itoa(c.Index), c.Key, c.Mode, c.Topology, c.Workload, c.Engine, string(c.Status)}
+		if len(c.Metrics) == 0 {
+			if err := cw.Write(append(prefix, make([]string, len(csvHeader)-len(prefix))...)); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, name := range sortedMetricNames(c.Metrics) {
+			s := c.Metrics[name]
+			overhead := ""
+			if o, ok := c.OverheadPct[name]; ok {
+				overhead = formatFloat(o)
+			}
+			row := append(slices.Clone(prefix), name, model.Metrics[name].Unit,
+				formatFloat(s.Mean), formatFloat(s.Stddev), formatFloat(s.Min), formatFloat(s.Max),
+				formatFloat(s.CI95Low), formatFloat(s.CI95High), strconv.Itoa(s.N), overhead)
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// tableHeader names the columns of the text and Markdown tables; the
+// cells come from tableRow.
+var tableHeader = []string{
+	"#", "mode", "topology", "workload", "params", "engine", "status",
+	"result ±95% CI", "p50 µs", "p99 µs", "cpu snd %", "cpu rcv %", "vs host",
+}
+
+// rightAligned marks the numeric columns.
+var rightAligned = []bool{true, false, false, false, false, false, false, true, true, true, true, true, true}
+
+// fixedColumns is the number of columns every row fills; a case without
+// metrics has its reason in place of the rest.
+const fixedColumns = 7
+
+// tableRow gives the cells of one case. For a case without metrics it
+// returns the fixed columns and the reason as the last cell.
+func tableRow(c CaseReport) []string {
+	row := []string{strconv.Itoa(c.Index), c.Mode, c.Topology, c.Workload, compactParams(c.Params), c.Engine, string(c.Status)}
+	if len(c.Metrics) == 0 {
+		reason := c.Reason
+		if reason == "" {
+			reason = "no samples"
+		}
+		return append(row, reason)
+	}
+	primary := model.PrimaryMetric(c.Workload)
+	overhead := "-"
+	if o, ok := c.OverheadPct[primary]; ok {
+		overhead = fmt.Sprintf("%+.1f%%", o)
+	}
+	return append(row,
+		formatPrimary(primary, c.Metrics),
+		formatMetric(c.Metrics, model.LatencyP50US, 1),
+		formatMetric(c.Metrics, model.LatencyP99US, 1),
+		formatMetric(c.Metrics, model.CPUSenderPct, 1),
+		formatMetric(c.Metrics, model.CPUReceiverPct, 1),
+		overhead,
+	)
+}
+
+func formatPrimary(name string, metrics map[string]stats.Summary) string {
+	s, ok := metrics[name]
+	if !ok {
+		return "-"
+	}
+	scale, decimals, unit := 1.0, 0, "tx/s"
+	if name == model.ThroughputBPS {
+		scale, decimals, unit = 1e9, 2, "Gbit/s"
+	}
+	value := strconv.FormatFloat(s.Mean/scale, 'f', decimals, 64)
+	// One sample has no spread to show; "± 0" would claim a precision the
+	// measurement does not have.
+	if s.N < 2 {
+		return value + " " + unit
+	}
+	return value + " ± " + strconv.FormatFloat(s.CIHalfWidth()/scale, 'f', decimals, 64) + " " + unit
+}
+
+func formatMetric(metrics map[string]stats.Summary, name string, decimals int) string {
+	s, ok := metrics[name]
+	if !ok {
+		return "-"
+	}
+	return strconv.FormatFloat(s.Mean, 'f', decimals, 64)
+}
+
+// compactParams renders the parameters that tell cases apart, e.g.
+// "flows=4 msg=128K". Durations and sample counts are left out: they are
+// the same across a scenario and would only widen the table.
+func compactParams(p model.Params) string {
+	var parts []string
+	add := func(name string, value string) { parts = append(parts, name+"="+value) }
+	if p.Flows != 0 {
+		add("flows", strconv.Itoa(p.Flows))
+	}
+	if p.MsgSize != 0 {
+		add("msg", compactSize(p.MsgSize))
+	}
+	if p.RequestSize != 0 {
+		add("req", compactSize(p.RequestSize))
+	}
+	if p.ResponseSize != 0 {
+		add("resp", compactSize(p.ResponseSize))
+	}
+	if p.NICRate != "" {
+		add("rate", p.NICRate)
+	}
+	if p.MTU != 0 {
+		add("mtu", strconv.Itoa(p.MTU))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// compactSize writes whole binary multiples with a K or M suffix, the way
+// message sizes are usually chosen and quoted.
+func compactSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "M"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "K"
+	default:
+		return strconv.Itoa(n)
+	}
+}
+
+func title(rep *Report) string {
+	return fmt.Sprintf("Run %d: scenario %q, started %s, %s",
+		rep.Run.ID, rep.Run.Scenario, rep.Run.Started.UTC().Format("2006-01-02 15:04:05 UTC"), rep.Run.Status)
+}
+
+func writeTable(w io.Writer, rep *Report) error {
+	rows := [][]string{tableHeader}
+	for _, c := range rep.Cases {
+		rows = append(rows, tableRow(c))
+	}
+	widths := make([]int, len(tableHeader))
+	for _, row := range rows {
+		for i, cell := range row {
+			// The reason of a short row runs on freely instead of
+			// widening a column it does not belong to.
+			if len(row) < len(tableHeader) && i == len(row)-1 {
+				break
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var b strings.Builder
+	b.WriteString(title(rep) + "\n\n")
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			if i > 0 {
+				line.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", max(0, widths[i]-utf8.RuneCountInString(cell)))
+			if len(row) < len(tableHeader) && i == len(row)-1 {
+				pad = ""
+			}
+			if rightAligned[i] {
+				line.WriteString(pad + cell)
+			} else {
+				line.WriteString(cell + pad)
+			}
+		}
+		b.WriteString(strings.TrimRight(line.String(), " ") + "\n")
+	}
+	for _, warning := range rep.Warnings {
+		b.WriteString("\nnote: " + warning)
+	}
+	if len(rep.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeMarkdown(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	b.WriteString(title(rep) + "\n\n")
+	writeMarkdownRow(&b, tableHeader)
+	align := make([]string, len(tableHeader))
+	for i := range align {
+		align[i] = "---"
+		if rightAligned[i] {
+			align[i] = "--:"
+		}
+	}
+	writeMarkdownRow(&b, align)
+	for _, c := range rep.Cases {
+		row := tableRow(c)
+		// Markdown rows must be complete: the reason takes the result
+		// column and the rest stay empty.
+		for len(row) < len(tableHeader) {
+			row = append(row, "")
+		}
+		writeMarkdownRow(&b, row)
+	}
+	if len(rep.Warnings) > 0 {
+		b.WriteString("\n")
+		for _, warning := range rep.Warnings {
+			b.WriteString("> note: " + markdownEscape(warning) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeMarkdownRow(b *strings.Builder, cells []string) {
+	b.WriteString("|")
+	for _, cell := range cells {
+		b.WriteString(" " + markdownEscape(cell) + " |")
+	}
+	b.WriteString("\n")
+}
+
+func markdownEscape(s string) string {
+	return strings.ReplaceAll(s, "|", `\|`)
+}
