@@ -1,0 +1,34 @@
+// Package engine is cnbench's native traffic engine.
+//
+// One engine process runs inside each endpoint (network namespace) of a
+// topology. The runner drives it over the process's stdin and stdout with
+// line-delimited JSON: every line in is a Request, every line out is a
+// Response carrying the request's id, so requests may be answered out of
+// order. The engine opens no control port of its own, which keeps the
+// measured path free of control traffic.
+//
+// Operations:
+//
+//	listen  {addr, port}            start a data listener; answers with its port
+//	run     {workload, target, ...} act as the client of one timed workload
+//	collect {session, timeout_ms}   report what the listener side received
+//	                                for a session, then forget it
+//	quit    {}                      stop everything and exit Serve
+//
+// A listener serves every workload. Each data connection opens with a fixed
+// 32-byte header (see connHeader) naming the workload, the session, the
+// flow's index and the session's flow count, and the request and response
+// sizes, so the server needs no prior setup per run. The flow count lets
+// collect know when a session is complete, even if it is asked before the
+// last connection has been accepted.
+//
+// The data paths bypass Go's netpoller: every flow gets its own goroutine
+// locked to an OS thread, doing blocking system calls on the raw socket with
+// a reusable buffer, so the per-message cost is close to that of a C tool
+// such as iperf3 or sockperf. The receiver's byte count is authoritative for
+// throughput; the sender's is reported for loss accounting.
+//
+// Times reported by collect are on the engine's monotonic clock, counted
+// from an arbitrary origin fixed when the process starts; only differences
+// between them are meaningful.
+package engine

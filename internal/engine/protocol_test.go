@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	for _, req := range []Request{
+		{ID: 1, Op: OpListen, Addr: "0.0.0.0", Port: 0},
+		{ID: 2, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadTCPStream, Target: "[fd00::1]:5201",
+			Session: 0, Flows: 8, MsgSize: 131072, DurationMS: 10000, NoDelay: true}},
+		{ID: 3, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadTCPRR, Target: "10.0.0.2:5201",
+			Session: 1 << 63, Flows: 1, RequestSize: 1, ResponseSize: MaxMessageSize, DurationMS: 1}},
+		{ID: 4, Op: OpCollect, RunSpec: RunSpec{Session: 9}, TimeoutMS: 500},
+		{ID: 0, Op: OpQuit},
+	} {
+		line, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeRequest(line)
+		if err != nil {
+			t.Errorf("%s: %v", line, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, req) {
+			t.Errorf("%s decoded to %+v, want %+v", line, got, req)
+		}
+	}
+}
+
+func TestDecodeRequestRejectsLongLines(t *testing.T) {
+	line := `{"id":1,"op":"quit","pad":"` + strings.Repeat("x", MaxLineSize) + `"}`
+	if _, err := DecodeRequest([]byte(line)); err == nil {
+		t.Error("accepted an over-long request")
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":1,"op":"listen","addr":"127.0.0.1","port":0}`,
+		`{"id":2,"op":"run","workload":"tcp_stream","target":"127.0.0.1:5201","session":3,"flows":4,"msg_size":131072,"duration_ms":1000,"nodelay":true}`,
+		`{"id":3,"op":"run","workload":"tcp_rr","target":"[::1]:5201","session":3,"flows":1,"request_size":1,"response_size":1,"duration_ms":1000}`,
+		`{"id":4,"op":"collect","session":3,"timeout_ms":1000}`,
+		`{"id":5,"op":"quit"}`,
+		`{"id":6,"op":"run","flows":-1}`,
+		`{"id":7,"op":"listen","addr":null,"port":1e9}`,
+		`[1,2,3]`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		req, err := DecodeRequest(line)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted must survive the trip through the client's
+		// encoder unchanged.
+		encoded, err := json.Marshal(req)
+		if err != nil {
+			t.Fatalf("re-encode %+v: %v", req, err)
+		}
+		again, err := DecodeRequest(encoded)
+		if err != nil {
+			t.Fatalf("%s accepted, but its re-encoding %s is not: %v", line, encoded, err)
+		}
+		if !reflect.DeepEqual(again, req) {
+			t.Fatalf("%s decoded to %+v, re-encoded to %+v", line, req, again)
+		}
+	})
+}
