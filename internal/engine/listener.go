@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"runtime"
+	"time"
+)
+
+// listen starts a data listener and serves its connections in the
+// background until the engine stops.
+func (e *engine) listen(addr string, port int) (int, error) {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return 0, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port))))
+	if err != nil {
+		return 0, fmt.Errorf("listen on %s: %w", net.JoinHostPort(addr, fmt.Sprint(port)), err)
+	}
+	e.mu.Lock()
+	if e.stopping {
+		e.mu.Unlock()
+		ln.Close()
+		return 0, errStopped
+	}
+	e.listeners = append(e.listeners, ln)
+	e.work.Add(1)
+	e.mu.Unlock()
+	go e.acceptLoop(ln)
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (e *engine) acceptLoop(ln *net.TCPListener) {
+	defer e.work.Done()
+	for {
+		conn, err := ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || e.ctx.Err() != nil {
+				return
+			}
+			// Out of descriptors or similar: back off instead of spinning.
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		e.work.Add(1)
+		go e.serveConn(conn)
+	}
+}
+
+// serveConn reads a data connection's header, then serves the flow on this
+// goroutine's own thread with blocking system calls. Connections that fail
+// before joining a session are dropped silently: they carry no results.
+func (e *engine) serveConn(conn *net.TCPConn) {
+	defer e.work.Done()
+	// Stopping must not wait for a silent peer's header timeout.
+	stopWaiting := context.AfterFunc(e.ctx, func() { conn.SetReadDeadline(time.Now()) })
+	conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	raw := make([]byte, headerSize)
+	_, err := io.ReadFull(conn, raw)
+	stopWaiting()
+	if err != nil {
+		conn.Close()
+		return
+	}
+	h, err := parseConnHeader(raw)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	s, err := e.sessions.join(h)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	meter := &flowMeter{index: h.flowIndex}
+	sock, err := e.adopt(conn)
+	if err == nil {
+		err = serveFlow(sock.fd, h, meter, s)
+	}
+	// Leave the session before closing the socket: the client waits for
+	// our close, so the session is complete by the time its run returns.
+	e.sessions.leave(s, meter, err)
+	if sock != nil {
+		sock.close()
+	}
+}
+
+// adopt moves a connection onto a blocking descriptor the engine tracks.
+func (e *engine) adopt(conn *net.TCPConn) (*dataSocket, error) {
+	fd, err := detach(conn)
+	if err != nil {
+		return nil, err
+	}
+	return e.sockets.adopt(fd)
+}
+
+// serveFlow runs the listener side of one flow on the calling goroutine's
+// own thread.
+func serveFlow(fd int, h connHeader, m *flowMeter, s *session) error {
+	if err := configureSocket(fd, h.kind == kindRR, serverSocketTimeout); err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if h.kind == kindRR {
+		return serveRR(fd, h, m, s)
+	}
+	return receiveStream(fd, m, s)
+}

@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Data sockets are blocking, so a peer that vanishes without a FIN or RST
+// would block a flow forever; these timeouts turn that into an error.
+const (
+	clientSocketTimeout = 30 * time.Second
+	serverSocketTimeout = 60 * time.Second
+)
+
+var errSocketTimeout = errors.New("socket timed out")
+
+// detach takes a connection out of Go's netpoller: it duplicates the
+// descriptor, closes the net.TCPConn and puts the socket in blocking mode,
+// so the data path can make one plain system call per message.
+func detach(conn *net.TCPConn) (int, error) {
+	defer conn.Close()
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("detach socket: %w", err)
+	}
+	fd := -1
+	var dupErr error
+	if err := raw.Control(func(s uintptr) {
+		fd, dupErr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, fmt.Errorf("detach socket: %w", err)
+	}
+	if dupErr != nil {
+		return -1, fmt.Errorf("detach socket: dup: %w", dupErr)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("detach socket: set blocking: %w", err)
+	}
+	return fd, nil
+}
+
+func setNoDelay(fd int, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v); err != nil {
+		return fmt.Errorf("set tcp_nodelay: %w", err)
+	}
+	return nil
+}
+
+func setTimeouts(fd int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		return fmt.Errorf("set send timeout: %w", err)
+	}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("set receive timeout: %w", err)
+	}
+	return nil
+}
+
+// send writes once. MSG_NOSIGNAL turns a reset peer into EPIPE instead of
+// a SIGPIPE delivered to the process.
+func send(fd int, p []byte) (int, error) {
+	for {
+		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, socketError(err)
+	}
+}
+
+// recv reads once; 0 bytes with a nil error means the peer closed.
+func recv(fd int, p []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		if n < 0 {
+			n = 0
+		}
+		return n, socketError(err)
+	}
+}
+
+// sendN writes n bytes, repeating buf as often as needed.
+func sendN(fd int, buf []byte, n int) error {
+	for n > 0 {
+		w, err := send(fd, buf[:min(n, len(buf))])
+		if err != nil {
+			return err
+		}
+		n -= w
+	}
+	return nil
+}
+
+func socketError(err error) error {
+	if err == unix.EAGAIN {
+		return errSocketTimeout
+	}
+	return err
+}
+
+// drainUntilClosed waits for the peer's FIN after our own, so that all our
+// data has been delivered before a run reports. Anything the peer still
+// sends is discarded.
+func drainUntilClosed(fd int) error {
+	if err := unix.Shutdown(fd, unix.SHUT_WR); err != nil {
+		return fmt.Errorf("shutdown write: %w", err)
+	}
+	var scrap [4096]byte
+	for {
+		n, err := recv(fd, scrap[:])
+		if err != nil {
+			return fmt.Errorf("wait for peer close: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// retransmits reads the socket's lifetime retransmitted segments.
+func retransmits(fd int) (int64, bool) {
+	info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, false
+	}
+	return int64(info.Total_retrans), true
+}

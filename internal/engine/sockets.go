@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxLiveSockets bounds the data sockets of one engine. Each one holds a
+// locked OS thread, and the Go runtime aborts the whole process beyond
+// 10000 threads, so an over-large request must fail on its own instead.
+const maxLiveSockets = 4096
+
+var errStopped = errors.New("engine is stopping")
+
+// socketSet tracks the engine's live data sockets so that stopping can
+// unblock every flow at once: shutdown(2) wakes a thread blocked in read or
+// write on the socket, where close(2) from another thread would not.
+type socketSet struct {
+	mu      sync.Mutex
+	live    map[*dataSocket]struct{}
+	stopped bool
+}
+
+// dataSocket is a blocking socket owned by one flow.
+type dataSocket struct {
+	fd  int
+	set *socketSet
+}
+
+func newSocketSet() *socketSet {
+	return &socketSet{live: make(map[*dataSocket]struct{})}
+}
+
+// adopt takes ownership of fd; on error the fd is closed.
+func (s *socketSet) adopt(fd int) (*dataSocket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped:
+		unix.Close(fd)
+		return nil, errStopped
+	case len(s.live) >= maxLiveSockets:
+		unix.Close(fd)
+		return nil, fmt.Errorf("engine already has %d live data sockets", maxLiveSockets)
+	}
+	sock := &dataSocket{fd: fd, set: s}
+	s.live[sock] = struct{}{}
+	return sock, nil
+}
+
+// close releases the socket. It holds the set's lock so that stop never
+// shuts down a descriptor number that has been closed and reused.
+func (d *dataSocket) close() {
+	d.set.mu.Lock()
+	defer d.set.mu.Unlock()
+	if _, ok := d.set.live[d]; !ok {
+		return
+	}
+	delete(d.set.live, d)
+	unix.Close(d.fd)
+}
+
+// stop refuses new sockets and aborts the I/O of all live ones; their
+// owners still close them.
+func (s *socketSet) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for sock := range s.live {
+		unix.Shutdown(sock.fd, unix.SHUT_RDWR)
+	}
+}
+
+func (s *socketSet) isStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
