@@ -68,8 +68,12 @@ func mergeHistograms(hists []*hdrhistogram.Histogram) (merged *hdrhistogram.Hist
 	return merged, dropped
 }
 
+// withMean puts the merged-histogram value in place of the mean and centres
+// the confidence interval on it: the per-sample spread sizes the interval,
+// the merged value is the estimate.
 func withMean(s stats.Summary, mean float64) stats.Summary {
-	s.Mean = mean
+	half := s.CIHalfWidth()
+	s.Mean, s.CI95Low, s.CI95High = mean, mean-half, mean+half
 	return s
 }
 

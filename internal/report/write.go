@@ -17,8 +17,19 @@ import (
 // Formats lists the formats Write accepts.
 var Formats = []string{"table", "json", "csv", "markdown"}
 
+// ParseFormat checks a format name before any work is done.
+func ParseFormat(format string) (string, error) {
+	if !slices.Contains(Formats, format) {
+		return "", fmt.Errorf("unknown report format %q (valid: %s)", format, strings.Join(Formats, ", "))
+	}
+	return format, nil
+}
+
 // Write writes rep to w in format, one of Formats.
 func Write(w io.Writer, rep *Report, format string) error {
+	if _, err := ParseFormat(format); err != nil {
+		return err
+	}
 	var err error
 	switch format {
 	case "table":
@@ -29,8 +40,6 @@ func Write(w io.Writer, rep *Report, format string) error {
 		err = writeCSV(w, rep)
 	case "markdown":
 		err = writeMarkdown(w, rep)
-	default:
-		return fmt.Errorf("unknown report format %q (valid: %s)", format, strings.Join(Formats, ", "))
 	}
 	if err != nil {
 		return fmt.Errorf("write %s report: %w", format, err)
