@@ -31,7 +31,9 @@ func EndpointSubnet(host int) netip.Prefix {
 }
 
 // EndpointAddr is the n-th endpoint address behind host i.
-func EndpointAddr(host, n int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(host), byte(n)}) }
+func EndpointAddr(host, n int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 19, byte(host), byte(n)})
+}
 
 // Gateway is host i's own address on its endpoint subnet.
 func Gateway(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(host), 254}) }
