@@ -100,7 +100,7 @@ var expectedTopLevel = "expected a mapping with the keys " + quoteList(topLevelK
 
 // nodeBudget bounds the work done on one document: aliases let a small
 // file name the same list many times over.
-const nodeBudget = 1_000_000
+const nodeBudget = 250_000
 
 // parser walks the node tree, interpreting each value where it stands so
 // every error knows its path and line.
@@ -197,6 +197,8 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 		if its, ok := p.axis(f, "engines", "engine", p.vocab.Engines); ok {
 			s.Engines = p.words(its, "engine", p.vocab.Engines)
 		}
+	} else if msg := checkWord("engine", defaultEngine, p.vocab.Engines); msg != "" {
+		p.report(nil, "engines", "missing, and the default does not exist: "+msg)
 	}
 	p.checkMatrix(s, workloadItems)
 	return s
