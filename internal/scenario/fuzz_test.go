@@ -1,0 +1,55 @@
+package scenario
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		quickDoc,
+		validBase,
+		"",
+		"[",
+		"modes: &a [*a]\n",
+		"name: x\nmodes: host\ntopologies: {name: chhc, nic_rate: 1gbit}\nworkloads: {type: tcp_rr, flows: [1, 2]}\n",
+		"workloads: [{type: tcp_stream, msg_size: [64, 64K, 1M]}]\nduration: 0.5\n",
+		"a: 1\n---\nb: 2\n",
+		"<<: {modes: host}\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data, testVocab)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error is not an *Error: %v", err)
+			}
+			return
+		}
+		cases := s.Expand()
+		if len(cases) == 0 || len(cases) > maxCases {
+			t.Fatalf("accepted spec expands to %d cases", len(cases))
+		}
+		seen := map[string]bool{}
+		for _, c := range cases {
+			if seen[c.Key] {
+				t.Fatalf("duplicate key %s", c.Key)
+			}
+			seen[c.Key] = true
+		}
+		out, err := s.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse("fuzz.yaml", out, testVocab)
+		if err != nil {
+			t.Fatalf("normalized YAML rejected: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(s, again) {
+			t.Fatalf("round trip changed the spec\n%+v\n%+v", s, again)
+		}
+	})
+}
