@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"cnbench/internal/cpu"
+	"cnbench/internal/mode"
+	"cnbench/internal/runner"
+	"cnbench/internal/sysinfo"
+	"cnbench/internal/topo"
+)
+
+func newDoctorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Show which modes, topologies, workloads and engines this machine supports",
+		Long: `Doctor checks this machine for everything cnbench can measure, by trying it
+where that is the only honest test (a mode's links are built in a scratch
+namespace), and says why when something is not supported. A case whose mode
+is unsupported is stored as skipped with the same reason.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			env := sysinfo.Fingerprint()
+			fmt.Fprintf(w, "machine\t%s, kernel %s, %d cores, %d NUMA node(s), cnbench %s\n", env.CPUModel, env.Kernel, env.Cores, env.NUMANodes, env.Version)
+			root := os.Geteuid() == 0
+			fmt.Fprintf(w, "privileges\t%s\n", verdict(boolErr(root, "not root: run, doctor's probes and cleanup need root")))
+			if h, err := cpu.FindHierarchy(); err != nil {
+				fmt.Fprintf(w, "cpu accounting\t%s\n", verdict(err))
+			} else {
+				kind := "cgroup v1 cpuacct"
+				if h.V2 {
+					kind = "cgroup2"
+				}
+				fmt.Fprintf(w, "cpu accounting\tok (%s at %s)\n", kind, h.Root)
+			}
+			fmt.Fprintln(w, "\t")
+			for _, name := range mode.Names() {
+				d, _ := mode.Lookup(name)
+				var err error
+				if root {
+					err = d.Available()
+				} else {
+					err = errors.New("unknown: probing needs root")
+				}
+				fmt.Fprintf(w, "mode %s\t%s\t%s\n", name, verdict(err), d.Summary)
+			}
+			for _, t := range topo.Kinds {
+				fmt.Fprintf(w, "topology %s\t%s\n", t, verdict(nil))
+			}
+			for _, wl := range runner.Workloads {
+				fmt.Fprintf(w, "workload %s\t%s\n", wl, verdict(nil))
+			}
+			for _, e := range runner.Engines {
+				fmt.Fprintf(w, "engine %s\t%s\n", e, verdict(nil))
+			}
+			for _, tool := range []string{"iperf3", "sockperf", "ping", "netperf"} {
+				_, err := exec.LookPath(tool)
+				if err != nil {
+					err = fmt.Errorf("%s is not installed", tool)
+				}
+				v := sysinfo.ToolVersion(tool, sysinfo.ExternalTools[tool]...)
+				fmt.Fprintf(w, "tool %s\t%s\t%s\n", tool, verdict(err), strings.TrimSpace(v))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func verdict(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return "no: " + strings.TrimPrefix(err.Error(), mode.ErrUnsupported.Error()+": ")
+}
+
+func boolErr(ok bool, msg string) error {
+	if ok {
+		return nil
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cnbench/internal/mode"
+	"cnbench/internal/report"
+	"cnbench/internal/runner"
+	"cnbench/internal/scenario"
+	"cnbench/internal/store"
+	"cnbench/internal/topo"
+	"cnbench/suites"
+)
+
+// defaultDB is where results go unless --db says otherwise.
+const defaultDB = "cnbench.db"
+
+// vocabulary is what scenarios may name: what this build can run.
+func vocabulary() scenario.Vocabulary {
+	return scenario.Vocabulary{
+		Modes:      mode.Names(),
+		Topologies: topo.Kinds,
+		Workloads:  runner.Workloads,
+		Engines:    runner.Engines,
+	}
+}
+
+type runFlags struct {
+	duration, warmup time.Duration
+	samples          int
+	db               string
+	modes            []string
+	topologies       []string
+	workloads        []string
+	flows            []string
+	msgSizes         []string
+	format           string
+	quiet            bool
+}
+
+func newRunCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [SCENARIO.yaml | SUITE]",
+		Short: "Run a scenario and print its results",
+		Long: `Run expands a scenario into cases (modes x topologies x workloads x
+parameters), measures each, stores every sample in the database as soon as
+it is taken, and prints the results table. Without a file, the matrix comes
+from --modes, --topologies and --workloads. Needs root.`,
+		Example: `  cnbench run suites/quick.yaml
+  cnbench run quick --samples 5 --duration 10s
+  cnbench run --modes bridge,macvlan --workloads tcp_stream,tcp_rr --topologies chc,chhc --flows 1,4`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := f.scenario(cmd, args)
+			if err != nil {
+				return err
+			}
+			if os.Geteuid() != 0 {
+				return errors.New("run needs root: it creates network namespaces, links and cgroups")
+			}
+			return runScenario(cmd, spec, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&f.duration, "duration", 0, "length of each sample (overrides the scenario)")
+	fl.DurationVar(&f.warmup, "warmup", 0, "discarded warm-up before each case's samples (overrides the scenario)")
+	fl.IntVar(&f.samples, "samples", 0, "samples per case (overrides the scenario)")
+	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
+	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(mode.Names(), ","))
+	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(topo.Kinds, ","))
+	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(runner.Workloads, ","))
+	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
+	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
+	fl.StringVar(&f.format, "format", "table", "results format printed at the end: table, json, csv, markdown")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress")
+	return cmd
+}
+
+// scenario builds the spec from the file or suite named, or from the axis
+// flags, and applies the overrides. Every error here is invalid input.
+func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, error) {
+	axes := len(f.modes)+len(f.topologies)+len(f.workloads)+len(f.flows)+len(f.msgSizes) > 0
+	var spec *scenario.Spec
+	var err error
+	switch {
+	case len(args) == 1 && axes:
+		return nil, usageError(errors.New("give a scenario file or the --modes/--topologies/--workloads/--flows/--msg-size flags, not both"))
+	case len(args) == 1:
+		spec, err = loadScenario(args[0])
+	case axes:
+		spec, err = f.fromAxes()
+	default:
+		return nil, usageError(errors.New("nothing to run: give a scenario file, a built-in suite (see `cnbench suites`), or --modes, --topologies and --workloads"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o scenario.Overrides
+	if cmd.Flags().Changed("duration") {
+		o.Duration = &f.duration
+	}
+	if cmd.Flags().Changed("warmup") {
+		o.Warmup = &f.warmup
+	}
+	if cmd.Flags().Changed("samples") {
+		o.Samples = &f.samples
+	}
+	if err := spec.Apply(o); err != nil {
+		return nil, err
+	}
+	if _, err := report.ParseFormat(f.format); err != nil {
+		return nil, usageError(err)
+	}
+	return spec, nil
+}
+
+// loadScenario reads a scenario file, or a built-in suite when no such
+// file exists.
+func loadScenario(arg string) (*scenario.Spec, error) {
+	if _, err := os.Stat(arg); err == nil || strings.ContainsAny(arg, "/.") {
+		return scenario.Load(arg, vocabulary())
+	}
+	file, data, ok := suites.Lookup(arg)
+	if !ok {
+		return nil, usageError(fmt.Errorf("%q is neither a scenario file nor a built-in suite (built-in: %s)", arg, strings.Join(suites.Names(), ", ")))
+	}
+	return scenario.Parse(file, data, vocabulary())
+}
+
+func (f *runFlags) fromAxes() (*scenario.Spec, error) {
+	a := scenario.Axes{Modes: f.modes, Topologies: f.topologies, Workloads: f.workloads}
+	for _, s := range f.flows {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--flows: expected integers like 1,4, got %q", s))
+		}
+		a.Flows = append(a.Flows, n)
+	}
+	for _, s := range f.msgSizes {
+		n, err := scenario.ParseSize(strings.TrimSpace(s))
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--msg-size: %w", err))
+		}
+		a.MsgSizes = append(a.MsgSizes, n)
+	}
+	return scenario.FromAxes(a, vocabulary())
+}
+
+func runScenario(cmd *cobra.Command, spec *scenario.Spec, f runFlags) error {
+	st, err := store.Open(f.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	opts := runner.Options{}
+	if !f.quiet {
+		opts.Progress = cmd.ErrOrStderr()
+	}
+	r, err := runner.New(st, opts)
+	if err != nil {
+		return err
+	}
+	runID, runErr := r.Run(cmd.Context(), spec)
+	if err := r.Close(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if runID == 0 {
+		return runErr
+	}
+	if err := printReport(cmd, st, runID, f.format); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if errors.Is(runErr, context.Canceled) {
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: run %d holds the samples measured so far", runID)}
+	}
+	return runErr
+}
+
+func printReport(cmd *cobra.Command, st *store.Store, runID int64, format string) error {
+	res, err := st.LoadRun(runID)
+	if err != nil {
+		return err
+	}
+	return report.Write(cmd.OutOrStdout(), report.Build(res), format)
+}

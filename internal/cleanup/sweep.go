@@ -1,0 +1,190 @@
+package cleanup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"cnbench/internal/cpu"
+	"cnbench/internal/netns"
+)
+
+// Removed is what a sweep took away.
+type Removed struct {
+	Processes  []string
+	Namespaces []string
+	Cgroups    []string
+	Tokens     []string
+}
+
+// Empty reports whether nothing was removed.
+func (r Removed) Empty() bool {
+	return len(r.Processes)+len(r.Namespaces)+len(r.Cgroups)+len(r.Tokens) == 0
+}
+
+// Sweep removes the objects of every run token whose owner is no longer
+// alive: first the processes in those runs' cgroups and namespaces, then
+// the namespaces (and with them every link, address, route and nftables
+// table inside), then the cgroups and owner files. Objects of live runs are
+// left alone.
+func Sweep() (Removed, error) {
+	var r Removed
+	var errs []error
+	hier, herr := cpu.FindHierarchy()
+
+	namespaces, err := netns.List()
+	errs = append(errs, err)
+	var cgroups []string
+	if herr == nil {
+		cgroups, err = hier.List(netns.Prefix + "-")
+		errs = append(errs, err)
+	}
+	owners, _ := filepath.Glob(filepath.Join(StateDir, "*.json"))
+
+	dead := map[netns.Token]bool{}
+	consider := func(tok netns.Token) {
+		if !tok.Valid() {
+			return
+		}
+		if _, seen := dead[tok]; seen {
+			return
+		}
+		o, err := readOwner(tok)
+		dead[tok] = err != nil || !o.Alive()
+	}
+	for _, n := range namespaces {
+		consider(netns.TokenOf(n))
+	}
+	for _, c := range cgroups {
+		consider(netns.TokenOf(c))
+	}
+	for _, f := range owners {
+		consider(netns.Token(strings.TrimSuffix(filepath.Base(f), ".json")))
+	}
+
+	// Processes first: a namespace or cgroup with a process in it lives on.
+	pids := map[int]string{}
+	for _, c := range cgroups {
+		if dead[netns.TokenOf(c)] {
+			for _, pid := range cgroupPIDs(filepath.Join(hier.Root, c)) {
+				pids[pid] = "cgroup " + c
+			}
+		}
+	}
+	for _, n := range namespaces {
+		if dead[netns.TokenOf(n)] {
+			for _, pid := range namespacePIDs(filepath.Join(netns.RunDir, n)) {
+				pids[pid] = "namespace " + n
+			}
+		}
+	}
+	for pid, where := range pids {
+		if pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			r.Processes = append(r.Processes, fmt.Sprintf("%d %s (in %s)", pid, comm(pid), where))
+		}
+	}
+	waitGone(pids, 2*time.Second)
+
+	for _, n := range namespaces {
+		if dead[netns.TokenOf(n)] {
+			if err := netns.DeleteNamed(n); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.Namespaces = append(r.Namespaces, n)
+		}
+	}
+	for _, c := range cgroups {
+		if dead[netns.TokenOf(c)] {
+			if err := hier.Remove(c); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.Cgroups = append(r.Cgroups, c)
+		}
+	}
+	for tok, isDead := range dead {
+		if isDead {
+			errs = append(errs, Release(tok))
+			r.Tokens = append(r.Tokens, string(tok))
+		}
+	}
+	sort.Strings(r.Processes)
+	sort.Strings(r.Tokens)
+	return r, errors.Join(errs...)
+}
+
+func cgroupPIDs(dir string) []int {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// namespacePIDs finds the processes whose network namespace is the one
+// bind-mounted at path, by comparing namespace inode numbers.
+func namespacePIDs(path string) []int {
+	var want unix.Stat_t
+	if err := unix.Stat(path, &want); err != nil {
+		return nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil && st.Ino == want.Ino && st.Dev == want.Dev {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func comm(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func waitGone(pids map[int]string, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		alive := false
+		for pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

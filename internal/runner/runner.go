@@ -1,0 +1,245 @@
+// Package runner executes a scenario's cases: for each case it builds the
+// topology, places the endpoints, starts the engines, runs the warm-up and
+// the samples, stores every sample the moment it is measured, and tears
+// everything down, whatever happened.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"cnbench/internal/cleanup"
+	"cnbench/internal/cpu"
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/netns"
+	"cnbench/internal/scenario"
+	"cnbench/internal/store"
+	"cnbench/internal/sysinfo"
+	"cnbench/internal/topo"
+)
+
+// Options tune a Runner.
+type Options struct {
+	// EngineCommand starts an engine; default: this executable with the
+	// argument "engine".
+	EngineCommand []string
+	// EngineEnv is the engines' environment; default: the runner's.
+	EngineEnv []string
+	// Progress receives one line per step; nil for silence.
+	Progress io.Writer
+}
+
+// Runner runs scenarios into a store.
+type Runner struct {
+	store *store.Store
+	opts  Options
+	token netns.Token
+	hier  cpu.Hierarchy
+	prog  *progress
+}
+
+// New prepares a runner: it claims a fresh run token, so that everything it
+// creates can be told from another run's, and finds the cgroup hierarchy.
+func New(st *store.Store, opts Options) (*Runner, error) {
+	if len(opts.EngineCommand) == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable for the engine: %w", err)
+		}
+		opts.EngineCommand = []string{self, "engine"}
+	}
+	if opts.EngineEnv == nil {
+		opts.EngineEnv = os.Environ()
+	}
+	hier, err := cpu.FindHierarchy()
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{store: st, opts: opts, token: netns.NewToken(), hier: hier}
+	if err := cleanup.Claim(r.token); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close releases the run token.
+func (r *Runner) Close() error { return cleanup.Release(r.token) }
+
+// Token is the run token in the names of everything this runner creates.
+func (r *Runner) Token() netns.Token { return r.token }
+
+// Run stores a new run of the scenario and executes all its cases. A
+// cancelled context stops it between steps; the run is then stored as
+// interrupted, with every sample measured so far.
+func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
+	doc, err := spec.YAML()
+	if err != nil {
+		return 0, err
+	}
+	run := &model.Run{
+		Scenario:    spec.Name,
+		ScenarioDoc: string(doc),
+		Started:     time.Now(),
+		Status:      "running",
+		Env:         sysinfo.Fingerprint(),
+	}
+	if err := r.store.CreateRun(run); err != nil {
+		return 0, err
+	}
+	cases := spec.Expand()
+	if err := r.store.AddCases(run.ID, cases); err != nil {
+		return run.ID, err
+	}
+	r.prog = newProgress(r.opts.Progress, cases)
+	r.prog.printf("run %d: scenario %q, %d cases, token %s", run.ID, spec.Name, len(cases), r.token)
+	var runErr error
+	for i := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := r.runCase(ctx, &cases[i]); err != nil {
+			// Errors that are not the case's own (the store failing) end the run.
+			runErr = err
+			break
+		}
+	}
+	status := "done"
+	switch {
+	case runErr != nil:
+		status = "failed"
+	case ctx.Err() != nil:
+		status = "interrupted"
+	}
+	if err := r.store.FinishRun(run.ID, status, time.Now()); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	r.prog.printf("run %d %s in %s", run.ID, status, time.Since(run.Started).Round(time.Second))
+	if runErr == nil && ctx.Err() != nil {
+		runErr = ctx.Err()
+	}
+	return run.ID, runErr
+}
+
+// runCase measures one case and records its outcome. Only store failures
+// are returned; a case that cannot be built or measured is recorded as
+// skipped or failed and the run goes on.
+func (r *Runner) runCase(ctx context.Context, c *model.Case) error {
+	r.prog.startCase(c)
+	status, reason := model.StatusOK, ""
+	err := r.measureCase(ctx, c)
+	var storeErr *storeError
+	switch {
+	case errors.As(err, &storeErr):
+		return storeErr.err
+	case errors.Is(err, mode.ErrUnsupported):
+		status, reason = model.StatusSkipped, err.Error()
+	case ctx.Err() != nil:
+		status, reason = model.StatusPending, "interrupted"
+	case err != nil:
+		status, reason = model.StatusFailed, err.Error()
+	}
+	r.prog.endCase(c, status, reason)
+	if status == model.StatusPending {
+		return nil
+	}
+	return r.store.SetCaseStatus(c.ID, status, reason)
+}
+
+// storeError marks a failure to store a result, which ends the run.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+
+func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
+	d, ok := mode.Lookup(c.Mode)
+	if !ok {
+		return fmt.Errorf("unknown mode %q", c.Mode)
+	}
+	if err := d.Available(); err != nil {
+		return err
+	}
+	rate, err := scenario.ParseRate(c.Params.NICRate)
+	if c.Params.NICRate != "" && err != nil {
+		return fmt.Errorf("nic_rate %q: %w", c.Params.NICRate, err)
+	}
+	t, err := topo.Build(c.Topology, r.token, topo.Options{NICRateBPS: rate, MTU: c.Params.MTU})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, t.Close()) }()
+	m := d.New(t)
+	p, err := r.startPair(ctx, t, m)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, p.server.stop(), p.client.stop()) }()
+
+	if c.Params.WarmupMS > 0 {
+		r.prog.phase(c, "warm-up")
+		if _, err := p.measure(ctx, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	for i := 0; i < c.Params.Samples; i++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.prog.sample(c, i)
+		s, err := p.measure(ctx, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("sample %d: %w", i+1, err)
+		}
+		s.Index = i
+		if err := r.store.AddSample(c.ID, s); err != nil {
+			return &storeError{err}
+		}
+		r.prog.sampleDone(c, s)
+	}
+	return nil
+}
+
+// startPair places a server endpoint and a client endpoint, starts an
+// engine in each and exposes the server's port.
+func (r *Runner) startPair(ctx context.Context, t *topo.Topology, m mode.Mode) (p *pair, err error) {
+	serverEP, err := m.Endpoint(t.HostFor(true), "s1")
+	if err != nil {
+		return nil, err
+	}
+	clientEP, err := m.Endpoint(t.HostFor(false), "c1")
+	if err != nil {
+		return nil, err
+	}
+	p = &pair{}
+	if p.server, err = startEngine(serverEP, r.opts.EngineCommand, r.opts.EngineEnv, r.hier, r.token.Name("s1")); err != nil {
+		return nil, err
+	}
+	if p.client, err = startEngine(clientEP, r.opts.EngineCommand, r.opts.EngineEnv, r.hier, r.token.Name("c1")); err != nil {
+		return nil, errors.Join(err, p.server.stop())
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.server.stop(), p.client.stop())
+		}
+	}()
+	port, err := p.server.listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	target, err := m.Expose(serverEP, port)
+	if err != nil {
+		return nil, err
+	}
+	p.target = target.String()
+	return p, nil
+}
+
+// Workloads the runner can measure.
+var Workloads = []string{"tcp_stream", "tcp_rr"}
+
+// Engines that generate traffic.
+var Engines = []string{"native"}

@@ -1,0 +1,184 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"cnbench/internal/engine"
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/netns"
+	"cnbench/internal/scenario"
+	"cnbench/internal/store"
+	"cnbench/internal/testutil"
+	"cnbench/internal/topo"
+)
+
+// The test binary doubles as the engine: started with this variable set,
+// it serves the control protocol instead of running tests.
+const engineEnv = "CNBENCH_TEST_ENGINE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(engineEnv) == "1" {
+		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func newTestRunner(t *testing.T) (*Runner, *store.Store) {
+	t.Helper()
+	testutil.RequireRoot(t)
+	st, err := store.Open(filepath.Join(t.TempDir(), "test.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r, err := New(st, Options{
+		EngineCommand: []string{os.Args[0]},
+		EngineEnv:     append(os.Environ(), engineEnv+"=1"),
+		Progress:      testWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.Close()
+		left, _ := netns.List()
+		for _, n := range left {
+			if netns.TokenOf(n) == r.Token() {
+				t.Errorf("namespace %s left behind", n)
+			}
+		}
+	})
+	return r, st
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}
+
+func vocab() scenario.Vocabulary {
+	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
+}
+
+// TestEveryModeTopologyAndWorkload runs the whole core matrix with short
+// samples and checks that every case measured plausible numbers.
+func TestEveryModeTopologyAndWorkload(t *testing.T) {
+	r, st := newTestRunner(t)
+	spec, err := scenario.Parse("matrix.yaml", []byte(`
+name: matrix
+duration: 300ms
+warmup: 100ms
+samples: 2
+modes: [host, veth, bridge, macvlan, nat]
+topologies: [chc, chhc]
+workloads: [tcp_stream, tcp_rr]
+`), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Run.Status != "done" {
+		t.Errorf("run status %q, want done", res.Run.Status)
+	}
+	if len(res.Cases) != 20 {
+		t.Fatalf("%d cases, want 20", len(res.Cases))
+	}
+	for _, c := range res.Cases {
+		if c.Status == model.StatusSkipped {
+			t.Logf("%s skipped: %s", c.Key, c.Reason)
+			continue
+		}
+		if c.Status != model.StatusOK {
+			t.Errorf("%s: %s %s", c.Key, c.Status, c.Reason)
+			continue
+		}
+		if len(c.Samples) != 2 {
+			t.Errorf("%s: %d samples, want 2", c.Key, len(c.Samples))
+		}
+		for _, s := range c.Samples {
+			v := s.Values
+			switch c.Workload {
+			case "tcp_stream":
+				if v[model.ThroughputBPS] < 1e6 {
+					t.Errorf("%s: throughput %.0f bit/s", c.Key, v[model.ThroughputBPS])
+				}
+				if v[model.ReceivedBytes] > v[model.SentBytes] {
+					t.Errorf("%s: received %.0f > sent %.0f", c.Key, v[model.ReceivedBytes], v[model.SentBytes])
+				}
+				if v[model.CPUSPerGB] <= 0 {
+					t.Errorf("%s: cpu_s_per_gb %v", c.Key, v[model.CPUSPerGB])
+				}
+			case "tcp_rr":
+				if v[model.TransactionsPerS] < 100 {
+					t.Errorf("%s: %.0f tx/s", c.Key, v[model.TransactionsPerS])
+				}
+				if !(v[model.LatencyP50US] > 0 && v[model.LatencyP50US] <= v[model.LatencyP99US] && v[model.LatencyP99US] <= v[model.LatencyP999US]) {
+					t.Errorf("%s: percentiles out of order: %v", c.Key, v)
+				}
+				if len(s.Latency) == 0 {
+					t.Errorf("%s: no latency histogram stored", c.Key)
+				}
+			}
+			if v[model.CPUSenderPct] <= 0 || v[model.CPUReceiverPct] <= 0 {
+				t.Errorf("%s: cpu sender %.1f%% receiver %.1f%%", c.Key, v[model.CPUSenderPct], v[model.CPUReceiverPct])
+			}
+			if v[model.CPUSenderPct] > 100*float64(len(c.Samples)+4) {
+				t.Errorf("%s: cpu sender %.1f%% is more than the machine has", c.Key, v[model.CPUSenderPct])
+			}
+		}
+	}
+}
+
+// TestInterruptKeepsSamples cancels a run during its second case: the
+// samples already measured stay stored and the run is marked interrupted.
+func TestInterruptKeepsSamples(t *testing.T) {
+	r, st := newTestRunner(t)
+	spec, err := scenario.Parse("two.yaml", []byte(`
+name: two
+duration: 300ms
+warmup: 0s
+samples: 2
+modes: [bridge]
+topologies: [chc, chhc]
+workloads: [tcp_stream]
+`), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	id, err := r.Run(ctx, spec)
+	if err == nil {
+		t.Fatal("run finished despite cancellation; make the samples longer")
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Run.Status != "interrupted" {
+		t.Errorf("run status %q, want interrupted", res.Run.Status)
+	}
+	if res.Cases[0].Status != model.StatusOK || len(res.Cases[0].Samples) != 2 {
+		t.Errorf("first case %s with %d samples, want ok with 2", res.Cases[0].Status, len(res.Cases[0].Samples))
+	}
+	if res.Cases[1].Status != model.StatusPending {
+		t.Errorf("second case %s, want pending", res.Cases[1].Status)
+	}
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what cnbench and its tests need on a Debian machine, as root:
+# the kernel's user-space tools, the external engines cnbench compares
+# itself with, and the Go modules. Idempotent: installs only what is missing.
+set -euo pipefail
+
+packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "setup: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null; then
+	echo "setup: Go is not installed; cnbench needs Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") or newer" >&2
+	exit 1
+fi
+cd "$(dirname "$0")/.."
+go mod download
