@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,9 +163,15 @@ workloads: [tcp_stream]
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// Cancel as the second case's first sample starts, as Ctrl-C would.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	r.opts.Progress = cancelOn{testWriter{t}, "[2/2]   sample 1/2", cancel}
+	started := time.Now()
 	id, err := r.Run(ctx, spec)
+	if time.Since(started) > 2*time.Second {
+		t.Errorf("run took %v to stop after cancellation", time.Since(started))
+	}
 	if err == nil {
 		t.Fatal("run finished despite cancellation; make the samples longer")
 	}
@@ -181,4 +188,18 @@ workloads: [tcp_stream]
 	if res.Cases[1].Status != model.StatusPending {
 		t.Errorf("second case %s, want pending", res.Cases[1].Status)
 	}
+}
+
+// cancelOn cancels a context when a progress line contains a marker.
+type cancelOn struct {
+	testWriter
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.marker) {
+		c.cancel()
+	}
+	return c.testWriter.Write(p)
 }
