@@ -76,11 +76,16 @@ func quoteList(values []string) string {
 }
 
 // suggest returns ` (did you mean "x"?)` when one candidate is a likely
-// typo of got.
+// typo of got, or got is part of it ("rate" for "nic_rate").
 func suggest(got string, candidates []string) string {
+	lower := strings.ToLower(got)
 	best, bestDist := "", 3
 	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(got), c); d < bestDist {
+		if len(lower) >= 3 && strings.Contains(c, lower) {
+			best, bestDist = c, 0
+			break
+		}
+		if d := editDistance(lower, c); d < bestDist {
 			best, bestDist = c, d
 		}
 	}
