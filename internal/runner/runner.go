@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"time"
 
@@ -163,6 +164,13 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 	if err := d.Available(); err != nil {
 		return err
 	}
+	newDriver, ok := drivers[c.Engine]
+	if !ok {
+		return fmt.Errorf("unknown engine %q", c.Engine)
+	}
+	if err := engineSupports(c.Engine, c.Workload); err != nil {
+		return err
+	}
 	rate, err := scenario.ParseRate(c.Params.NICRate)
 	if c.Params.NICRate != "" && err != nil {
 		return fmt.Errorf("nic_rate %q: %w", c.Params.NICRate, err)
@@ -173,15 +181,24 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 	}
 	defer func() { err = errors.Join(err, t.Close()) }()
 	m := d.New(t)
-	p, err := r.startPair(ctx, t, m)
+	server, client, err := r.placeEndpoints(t, m)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, p.server.stop(), p.client.stop()) }()
+	defer func() { err = errors.Join(err, server.close(), client.close()) }()
+	setup := driverSetup{
+		server: server, client: client, engineCommand: r.opts.EngineCommand,
+		expose: func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
+	}
+	drv, err := newDriver(ctx, setup, *c)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, drv.stop()) }()
 
 	if c.Params.WarmupMS > 0 {
 		r.prog.phase(c, "warm-up")
-		if _, err := p.measure(ctx, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
+		if _, err := measure(ctx, drv, server, client, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -190,7 +207,7 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 			return ctx.Err()
 		}
 		r.prog.sample(c, i)
-		s, err := p.measure(ctx, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+		s, err := measure(ctx, drv, server, client, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
 		if err != nil {
 			return fmt.Errorf("sample %d: %w", i+1, err)
 		}
@@ -203,43 +220,22 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 	return nil
 }
 
-// startPair places a server endpoint and a client endpoint, starts an
-// engine in each and exposes the server's port.
-func (r *Runner) startPair(ctx context.Context, t *topo.Topology, m mode.Mode) (p *pair, err error) {
+// placeEndpoints places a server endpoint and a client endpoint, each in
+// a cgroup of its own.
+func (r *Runner) placeEndpoints(t *topo.Topology, m mode.Mode) (server, client *slot, err error) {
 	serverEP, err := m.Endpoint(t.HostFor(true), "s1")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	clientEP, err := m.Endpoint(t.HostFor(false), "c1")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p = &pair{}
-	if p.server, err = startEngine(serverEP, r.opts.EngineCommand, r.opts.EngineEnv, r.hier, r.token.Name("s1")); err != nil {
-		return nil, err
+	if server, err = newSlot(serverEP, r.hier, r.token.Name("s1"), r.opts.EngineEnv); err != nil {
+		return nil, nil, err
 	}
-	if p.client, err = startEngine(clientEP, r.opts.EngineCommand, r.opts.EngineEnv, r.hier, r.token.Name("c1")); err != nil {
-		return nil, errors.Join(err, p.server.stop())
+	if client, err = newSlot(clientEP, r.hier, r.token.Name("c1"), r.opts.EngineEnv); err != nil {
+		return nil, nil, errors.Join(err, server.close())
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, p.server.stop(), p.client.stop())
-		}
-	}()
-	port, err := p.server.listen(ctx)
-	if err != nil {
-		return nil, err
-	}
-	target, err := m.Expose(serverEP, port)
-	if err != nil {
-		return nil, err
-	}
-	p.target = target.String()
-	return p, nil
+	return server, client, nil
 }
-
-// Workloads the runner can measure.
-var Workloads = []string{"tcp_stream", "tcp_rr"}
-
-// Engines that generate traffic.
-var Engines = []string{"native"}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync/atomic"
+	"time"
+
+	"cnbench/internal/engine"
+	"cnbench/internal/model"
+)
+
+// nativeDriver runs cnbench's own engine: one long-lived `cnbench engine`
+// process per endpoint, controlled over its stdin and stdout.
+type nativeDriver struct {
+	server, client *nativeEngine
+	target         string
+}
+
+type nativeEngine struct {
+	proc   *proc
+	client *engine.Client
+}
+
+var sessionCounter atomic.Uint64
+
+func newNativeDriver(ctx context.Context, s driverSetup, _ model.Case) (d driver, err error) {
+	nd := &nativeDriver{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, nd.stop())
+		}
+	}()
+	if nd.server, err = startNativeEngine(s.server, s.engineCommand); err != nil {
+		return nil, err
+	}
+	if nd.client, err = startNativeEngine(s.client, s.engineCommand); err != nil {
+		return nil, err
+	}
+	port, err := nd.server.client.Listen(ctx, s.server.ep.Addr.String(), 0)
+	if err != nil {
+		return nil, nd.server.proc.describe(fmt.Errorf("listen on %s: %w", s.server.ep.Addr, err))
+	}
+	target, err := s.expose(port)
+	if err != nil {
+		return nil, err
+	}
+	nd.target = target.String()
+	return nd, nil
+}
+
+func startNativeEngine(s *slot, command []string) (*nativeEngine, error) {
+	ne := &nativeEngine{}
+	p, err := s.start(command, func(cmd *exec.Cmd) error {
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		cmd.Stdout = nil
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		ne.client = engine.NewClient(stdin, stdout)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ne.proc = p
+	return ne, nil
+}
+
+// stop asks an engine to quit: it also exits when its stdin closes, and is
+// killed if it has not within a second.
+func (ne *nativeEngine) stop() {
+	if ne == nil {
+		return
+	}
+	_ = ne.client.Quit()
+	ne.proc.stopWithin(time.Second)
+}
+
+func (d *nativeDriver) stop() error {
+	d.client.stop()
+	d.server.stop()
+	return nil
+}
+
+func (d *nativeDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
+	spec := engine.RunSpec{
+		Workload:     c.Workload,
+		Target:       d.target,
+		Session:      sessionCounter.Add(1),
+		Flows:        c.Params.Flows,
+		MsgSize:      c.Params.MsgSize,
+		RequestSize:  c.Params.RequestSize,
+		ResponseSize: c.Params.ResponseSize,
+		DurationMS:   dur.Milliseconds(),
+		NoDelay:      c.Workload == "tcp_rr",
+	}
+	run, err := d.client.client.Run(ctx, spec)
+	if err != nil {
+		return exchange{}, d.client.proc.describe(fmt.Errorf("run %s against %s: %w", c.Workload, d.target, err))
+	}
+	sess, err := d.server.client.Collect(ctx, spec.Session, 10*time.Second)
+	if err != nil {
+		return exchange{}, d.server.proc.describe(fmt.Errorf("collect session %d: %w", spec.Session, err))
+	}
+	return exchange{
+		sentBytes:        run.SentBytes,
+		receivedBytes:    sess.ReceivedBytes,
+		receiveTime:      sess.Elapsed,
+		intervals:        sess.Intervals,
+		transactions:     run.Transactions,
+		txTime:           run.Elapsed,
+		latencyHDR:       run.LatencyHDR,
+		retransmits:      run.Retransmits,
+		retransmitsKnown: run.RetransmitsKnown,
+	}, nil
+}

@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"cnbench/internal/cpu"
+	"cnbench/internal/model"
+)
+
+// cpuReading is the CPU time of both sides and of softirq at one moment.
+type cpuReading struct {
+	at             time.Time
+	server, client cpu.Usage
+	softirq        time.Duration
+}
+
+func readCPU(server, client *slot) (cpuReading, error) {
+	r := cpuReading{at: time.Now()}
+	var err1, err2, err3 error
+	r.server, err1 = server.usage()
+	r.client, err2 = client.usage()
+	r.softirq, err3 = cpu.Softirq()
+	return r, errors.Join(err1, err2, err3)
+}
+
+// measure runs one exchange between CPU readings and turns it into a
+// sample.
+func measure(ctx context.Context, d driver, server, client *slot, c model.Case, dur time.Duration) (model.Sample, error) {
+	before, err := readCPU(server, client)
+	if err != nil {
+		return model.Sample{}, err
+	}
+	x, err := d.exchange(ctx, c, dur)
+	if err != nil {
+		return model.Sample{}, err
+	}
+	after, err := readCPU(server, client)
+	if err != nil {
+		return model.Sample{}, err
+	}
+	return sampleFrom(c, before, after, x)
+}
+
+// sampleFrom turns an exchange and the CPU readings around it into a
+// sample. The sender of a stream is the client and the receiver the
+// server; for request/response the client sends the requests.
+func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sample, error) {
+	wall := after.at.Sub(before.at)
+	if wall <= 0 {
+		return model.Sample{}, errors.New("measure: the clock did not advance")
+	}
+	clientCPU := after.client.Sub(before.client).Total()
+	serverCPU := after.server.Sub(before.server).Total()
+	bothCPU := (clientCPU + serverCPU).Seconds()
+	v := map[string]float64{
+		model.CPUSenderPct:   100 * clientCPU.Seconds() / wall.Seconds(),
+		model.CPUReceiverPct: 100 * serverCPU.Seconds() / wall.Seconds(),
+		model.CPUSoftirqPct:  100 * (after.softirq - before.softirq).Seconds() / wall.Seconds(),
+	}
+	if x.retransmitsKnown {
+		v[model.Retransmits] = float64(x.retransmits)
+	}
+	s := model.Sample{Started: before.at, Duration: wall, Values: v, Intervals: x.intervals}
+	switch c.Workload {
+	case "tcp_stream":
+		if x.receiveTime <= 0 || x.receivedBytes <= 0 {
+			return s, fmt.Errorf("measure: the receiver got %d bytes in %v", x.receivedBytes, x.receiveTime)
+		}
+		v[model.ThroughputBPS] = float64(x.receivedBytes) * 8 / x.receiveTime.Seconds()
+		if x.sentBytes > 0 {
+			v[model.SentBytes] = float64(x.sentBytes)
+		}
+		v[model.ReceivedBytes] = float64(x.receivedBytes)
+		v[model.CPUSPerGB] = bothCPU / (float64(x.receivedBytes) / 1e9)
+	case "tcp_rr":
+		if x.transactions <= 0 || x.txTime <= 0 {
+			return s, fmt.Errorf("measure: %d transactions in %v", x.transactions, x.txTime)
+		}
+		v[model.TransactionsPerS] = float64(x.transactions) / x.txTime.Seconds()
+		v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactions)
+		if err := latencyValues(v, x); err != nil {
+			return s, err
+		}
+		s.Latency = x.latencyHDR
+	default:
+		return s, fmt.Errorf("measure: workload %q has no measurement", c.Workload)
+	}
+	return s, nil
+}
+
+// latencyValues fills the sample's latency metrics from the exchange's
+// histogram, or from the percentiles the engine reported itself.
+func latencyValues(v map[string]float64, x exchange) error {
+	if len(x.latencyHDR) == 0 {
+		for k, us := range x.latencyUS {
+			v[k] = us
+		}
+		return nil
+	}
+	h, err := hdrhistogram.Decode(x.latencyHDR)
+	if err != nil {
+		return fmt.Errorf("measure: decode latency histogram: %w", err)
+	}
+	for _, p := range model.LatencyPercentiles {
+		v[p.Name] = float64(h.ValueAtQuantile(p.Quantile)) / 1e3
+	}
+	v[model.LatencyMeanUS] = h.Mean() / 1e3
+	return nil
+}

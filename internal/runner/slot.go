@@ -1,0 +1,141 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"cnbench/internal/cpu"
+	"cnbench/internal/topo"
+)
+
+// slot is an endpoint with the cgroup its processes run in, so that the
+// CPU time of everything started there can be read.
+type slot struct {
+	ep     *topo.Endpoint
+	cgroup *cpu.Cgroup
+	cgName string
+	hier   cpu.Hierarchy
+	env    []string
+}
+
+func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string) (*slot, error) {
+	cg, err := hier.Create(cgName)
+	if err != nil {
+		return nil, err
+	}
+	return &slot{ep: ep, cgroup: cg, cgName: cgName, hier: hier, env: env}, nil
+}
+
+// close removes the cgroup; every process started in the slot must have
+// ended.
+func (s *slot) close() error { return s.hier.Remove(s.cgName) }
+
+func (s *slot) usage() (cpu.Usage, error) { return s.cgroup.Usage() }
+
+// proc is a process started in a slot.
+type proc struct {
+	slot   *slot
+	cmd    *exec.Cmd
+	stdout *limitedBuffer
+	stderr *limitedBuffer
+	waited chan struct{}
+	err    error
+}
+
+// start forks command from a thread inside the endpoint's namespace, so
+// the process is born there, and moves it into the slot's cgroup before it
+// has done any work worth counting. The parent-death signal ends it if the
+// runner dies. configure may attach pipes before the start.
+func (s *slot) start(command []string, configure func(*exec.Cmd) error) (*proc, error) {
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Env = s.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	p := &proc{slot: s, cmd: cmd, stdout: &limitedBuffer{max: 1 << 20}, stderr: &limitedBuffer{max: 8192}, waited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if configure != nil {
+		if err := configure(cmd); err != nil {
+			return nil, fmt.Errorf("start %s in %s: %w", command[0], s.ep.NS.Name, err)
+		}
+	}
+	if err := s.ep.NS.Do(cmd.Start); err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", command[0], s.ep.NS.Name, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.waited)
+	}()
+	if err := s.cgroup.Add(cmd.Process.Pid); err != nil {
+		return nil, errors.Join(err, p.kill())
+	}
+	return p, nil
+}
+
+// wait waits for the process to end by itself, at most limit.
+func (p *proc) wait(limit time.Duration) error {
+	select {
+	case <-p.waited:
+		if p.err != nil {
+			return p.describe(fmt.Errorf("%s: %w", p.cmd.Args[0], p.err))
+		}
+		return nil
+	case <-time.After(limit):
+		return errors.Join(fmt.Errorf("%s did not finish within %v", p.cmd.Args[0], limit), p.kill())
+	}
+}
+
+// kill ends the process, by its PID, and reaps it.
+func (p *proc) kill() error {
+	select {
+	case <-p.waited:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.waited
+	return nil
+}
+
+// stopWithin lets the process end by itself for grace, then kills it.
+func (p *proc) stopWithin(grace time.Duration) {
+	select {
+	case <-p.waited:
+	case <-time.After(grace):
+		_ = p.kill()
+	}
+}
+
+// describe adds what the process said on stderr to an error.
+func (p *proc) describe(err error) error {
+	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
+		return fmt.Errorf("%w (%s in %s said: %s)", err, p.cmd.Args[0], p.slot.ep.NS.Name, msg)
+	}
+	return err
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
