@@ -27,9 +27,31 @@ type Params struct {
 	ResponseSize int    `json:"response_size,omitempty"` // bytes (rr)
 	NICRate      string `json:"nic_rate,omitempty"`      // tc tbf rate on emulated NICs, e.g. "1gbit"
 	MTU          int    `json:"mtu,omitempty"`
+	// Offloads of the emulated NICs and veths: "on", "off", or empty for
+	// the kernel's default.
+	GRO        string `json:"gro,omitempty"`
+	GSO        string `json:"gso,omitempty"`
+	TSO        string `json:"tso,omitempty"`
+	TxChecksum string `json:"tx_checksum,omitempty"`
+	// Datapath is the Open vSwitch datapath the case used: "system"
+	// (the kernel's) or "netdev" (userspace).
+	Datapath string `json:"datapath,omitempty"`
+	// Placement pins the engine processes: "none", "same_core",
+	// "different_cores", "same_node", "different_nodes" or "S/R" CPU
+	// lists; SenderCPUs and ReceiverCPUs are the CPUs it resolved to.
+	Placement    string `json:"placement,omitempty"`
+	SenderCPUs   string `json:"sender_cpus,omitempty"`
+	ReceiverCPUs string `json:"receiver_cpus,omitempty"`
 	DurationMS   int64  `json:"duration_ms,omitempty"`
 	WarmupMS     int64  `json:"warmup_ms,omitempty"`
 	Samples      int    `json:"samples,omitempty"`
+}
+
+// Comparable is p without what only one mode records, such as the OVS
+// datapath, so that a mode's case finds its host baseline.
+func (p Params) Comparable() Params {
+	p.Datapath = ""
+	return p
 }
 
 // Case is one point of the scenario's matrix.
