@@ -9,10 +9,44 @@ import (
 	"cnbench/internal/stats"
 )
 
-// summarizeLatency derives the latency metrics of a case from its samples'
-// histograms. It returns nil when no sample has a usable histogram, and
-// the caller then falls back to whatever latency values the samples hold.
-func summarizeLatency(c model.CaseResult, warnings *[]string) map[string]stats.Summary {
+// latencySeries derives the per-sample latency metrics of a case from its
+// samples' histograms, and merges the histograms. It returns nils when no
+// sample has a usable histogram; the caller then falls back to whatever
+// latency values the samples hold.
+func latencySeries(c model.CaseResult, warnings *[]string) (map[string][]float64, *hdrhistogram.Histogram) {
+	hists := sampleHistograms(c, warnings)
+	if len(hists) == 0 {
+		return nil, nil
+	}
+	merged, dropped := mergeHistograms(hists)
+	if dropped > 0 {
+		*warnings = append(*warnings, fmt.Sprintf("case %d: %d latency values outside the merged histogram's range, left out", c.Index, dropped))
+	}
+	out := map[string][]float64{}
+	for _, h := range hists {
+		for _, p := range model.LatencyPercentiles {
+			out[p.Name] = append(out[p.Name], nsToUS(float64(h.ValueAtQuantile(p.Quantile))))
+		}
+		out[model.LatencyMeanUS] = append(out[model.LatencyMeanUS], nsToUS(h.Mean()))
+	}
+	return out, merged
+}
+
+func isLatencyMetric(name string) bool {
+	if name == model.LatencyMeanUS {
+		return true
+	}
+	for _, p := range model.LatencyPercentiles {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// sampleHistograms decodes the latency histograms of a case's samples,
+// leaving out those that are broken or empty.
+func sampleHistograms(c model.CaseResult, warnings *[]string) []*hdrhistogram.Histogram {
 	var hists []*hdrhistogram.Histogram
 	for _, smp := range c.Samples {
 		if len(smp.Latency) == 0 {
@@ -29,27 +63,7 @@ func summarizeLatency(c model.CaseResult, warnings *[]string) map[string]stats.S
 			hists = append(hists, h)
 		}
 	}
-	if len(hists) == 0 {
-		return nil
-	}
-	merged, dropped := mergeHistograms(hists)
-	if dropped > 0 {
-		*warnings = append(*warnings, fmt.Sprintf("case %d: %d latency values outside the merged histogram's range, left out", c.Index, dropped))
-	}
-
-	out := map[string]stats.Summary{}
-	perSample := make([]float64, len(hists))
-	for _, p := range model.LatencyPercentiles {
-		for i, h := range hists {
-			perSample[i] = nsToUS(float64(h.ValueAtQuantile(p.Quantile)))
-		}
-		out[p.Name] = withMean(stats.Summarize(perSample), nsToUS(float64(merged.ValueAtQuantile(p.Quantile))))
-	}
-	for i, h := range hists {
-		perSample[i] = nsToUS(h.Mean())
-	}
-	out[model.LatencyMeanUS] = withMean(stats.Summarize(perSample), nsToUS(merged.Mean()))
-	return out
+	return hists
 }
 
 // mergeHistograms merges into a histogram wide and precise enough for all

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"cnbench/internal/model"
 	"cnbench/internal/stats"
 )
@@ -42,6 +44,9 @@ type CaseReport struct {
 	// host case with the same topology, workload, engine and parameters.
 	// Positive always means worse than native.
 	OverheadPct map[string]float64
+	// latency merges the samples' latency histograms, for the CDF chart;
+	// nil for cases without transactions.
+	latency *hdrhistogram.Histogram
 }
 
 // Build summarises every case of res and computes overheads. Skipped and
@@ -51,7 +56,7 @@ func Build(res *model.RunResult) *Report {
 	for _, c := range res.Cases {
 		cr := CaseReport{Case: c.Case}
 		if c.Status != model.StatusSkipped && c.Status != model.StatusFailed {
-			cr.Metrics = summarizeCase(c, &rep.Warnings)
+			cr.Metrics, cr.latency = summarizeCase(c, &rep.Warnings)
 		}
 		rep.Cases = append(rep.Cases, cr)
 	}
@@ -59,32 +64,45 @@ func Build(res *model.RunResult) *Report {
 	return rep
 }
 
-func summarizeCase(c model.CaseResult, warnings *[]string) map[string]stats.Summary {
-	metrics := map[string]stats.Summary{}
-	latency := summarizeLatency(c, warnings)
-	for name, s := range latency {
-		metrics[name] = s
+func summarizeCase(c model.CaseResult, warnings *[]string) (map[string]stats.Summary, *hdrhistogram.Histogram) {
+	series, merged := sampleSeries(c, warnings)
+	if len(series) == 0 {
+		return nil, nil
 	}
-	values := map[string][]float64{}
+	metrics := make(map[string]stats.Summary, len(series))
+	for name, xs := range series {
+		metrics[name] = stats.Summarize(xs)
+	}
+	if merged != nil {
+		for _, p := range model.LatencyPercentiles {
+			metrics[p.Name] = withMean(metrics[p.Name], nsToUS(float64(merged.ValueAtQuantile(p.Quantile))))
+		}
+		metrics[model.LatencyMeanUS] = withMean(metrics[model.LatencyMeanUS], nsToUS(merged.Mean()))
+	}
+	return metrics, merged
+}
+
+// sampleSeries gives each metric's per-sample values, and the merged
+// latency histogram. Where samples carry histograms, the latency metrics
+// come from them rather than from the values a tool reported.
+func sampleSeries(c model.CaseResult, warnings *[]string) (map[string][]float64, *hdrhistogram.Histogram) {
+	series, merged := latencySeries(c, warnings)
+	if series == nil {
+		series = map[string][]float64{}
+	}
 	for _, smp := range c.Samples {
 		for name, v := range smp.Values {
-			if _, fromHistogram := latency[name]; fromHistogram {
+			if merged != nil && isLatencyMetric(name) {
 				continue
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				*warnings = append(*warnings, fmt.Sprintf("case %d sample %d: %s is %v, left out", c.Index, smp.Index, name, v))
 				continue
 			}
-			values[name] = append(values[name], v)
+			series[name] = append(series[name], v)
 		}
 	}
-	for name, xs := range values {
-		metrics[name] = stats.Summarize(xs)
-	}
-	if len(metrics) == 0 {
-		return nil
-	}
-	return metrics
+	return series, merged
 }
 
 // addOverheads compares each non-host case with the first host case that
@@ -118,7 +136,7 @@ func findBaseline(cases []CaseReport, c model.Case) *CaseReport {
 	for i := range cases {
 		b := &cases[i]
 		if b.Mode == baselineMode && len(b.Metrics) > 0 &&
-			b.Topology == c.Topology && b.Workload == c.Workload && b.Engine == c.Engine && b.Params == c.Params {
+			b.Topology == c.Topology && b.Workload == c.Workload && b.Engine == c.Engine && b.Params.Comparable() == c.Params.Comparable() {
 			return b
 		}
 	}
