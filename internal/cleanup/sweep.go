@@ -69,6 +69,9 @@ func Sweep() (Removed, error) {
 	for _, f := range owners {
 		consider(netns.Token(strings.TrimSuffix(filepath.Base(f), ".json")))
 	}
+	for _, tok := range daemonTokens() {
+		consider(tok)
+	}
 
 	// Processes first: a namespace or cgroup with a process in it lives on.
 	pids := map[int]string{}
@@ -95,6 +98,11 @@ func Sweep() (Removed, error) {
 		}
 	}
 	waitGone(pids, 2*time.Second)
+	for tok, isDead := range dead {
+		if isDead {
+			errs = append(errs, sweepDaemons(tok, &r))
+		}
+	}
 
 	for _, n := range namespaces {
 		if dead[netns.TokenOf(n)] {

@@ -13,6 +13,12 @@ import (
 //	                that sit directly on the wire (macvlan) are 198.18.i.n
 //	198.19.i.0/24   the endpoints behind host i (veth, bridge, nat); the
 //	                host's side, the endpoints' gateway, is 198.19.i.254
+//	198.19.240.0/20 the overlay: one subnet across hosts; host i's
+//	                endpoints are 198.19.(240+i).n
+//
+// The routed topology splits the underlay into one segment per host:
+// 198.18.i.0/24, where host i's NIC is 198.18.i.253 and the router's
+// interface, the segment's gateway, is 198.18.i.254.
 var (
 	Pool         = netip.MustParsePrefix("198.18.0.0/15")
 	UnderlayBits = 16
@@ -37,6 +43,25 @@ func EndpointAddr(host, n int) netip.Addr {
 
 // Gateway is host i's own address on its endpoint subnet.
 func Gateway(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(host), 254}) }
+
+// SegmentPrefix is host i's segment in the routed topology.
+func SegmentPrefix(host int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(host), 0}), 24)
+}
+
+// SegmentHostAddr is host i's NIC address on its routed segment.
+func SegmentHostAddr(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(host), 253}) }
+
+// SegmentRouterAddr is the router's address on host i's segment.
+func SegmentRouterAddr(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(host), 254}) }
+
+// OverlaySubnet is the one subnet overlay endpoints share across hosts.
+var OverlaySubnet = netip.MustParsePrefix("198.19.240.0/20")
+
+// OverlayAddr is the n-th overlay endpoint address of host i.
+func OverlayAddr(host, n int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 19, byte(240 + host), byte(n)})
+}
 
 // MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
 const MaxEndpointsPerHost = 250

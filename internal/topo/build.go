@@ -15,7 +15,9 @@ import (
 // whose NIC's far end sits in a stub namespace (so the NIC has carrier, as
 // a real one plugged into a switch does); chhc gets two hosts whose NICs
 // are the two ends of one veth pair, with routes to each other's endpoint
-// subnets, as two directly cabled machines with static routes.
+// subnets, as two directly cabled machines with static routes; routed
+// cables each of two hosts to its own port of a router host, one subnet
+// per cable.
 func Build(kind string, token netns.Token, opts Options) (t *Topology, err error) {
 	t = &Topology{Kind: kind, Token: token, Opts: opts}
 	defer func() {
@@ -24,44 +26,111 @@ func Build(kind string, token netns.Token, opts Options) (t *Topology, err error
 			t = nil
 		}
 	}()
-	var hosts int
 	switch kind {
 	case CHC:
-		hosts = 1
+		return t, t.buildCHC()
 	case CHHC:
-		hosts = 2
+		return t, t.buildCHHC()
+	case Routed:
+		return t, t.buildRouted()
 	default:
 		return nil, fmt.Errorf("build topology: unknown topology %q", kind)
 	}
-	for i := 1; i <= hosts; i++ {
-		h, err := t.newHost(i)
-		if err != nil {
-			return nil, err
-		}
-		t.Hosts = append(t.Hosts, h)
-	}
-	if hosts == 1 {
-		stub, _, err := t.NewNamespace("w")
-		if err != nil {
-			return nil, err
-		}
-		if err := t.wire(t.Hosts[0], stub, true); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := t.wire(t.Hosts[0], t.Hosts[1].NS, false); err != nil {
-			return nil, err
-		}
-	}
-	for _, h := range t.Hosts {
-		if err := t.configureNIC(h); err != nil {
-			return nil, err
-		}
-	}
-	return t, t.routeBetweenHosts()
 }
 
-func (t *Topology) newHost(i int) (*Host, error) {
+func (t *Topology) buildCHC() error {
+	h, err := t.newHost(1, HostAddr(1), netip.PrefixFrom(HostAddr(1), UnderlayBits).Masked(), netip.Addr{})
+	if err != nil {
+		return err
+	}
+	stub, _, err := t.NewNamespace("w")
+	if err != nil {
+		return err
+	}
+	t.stub = stub
+	if err := t.wire(h.Handle, h.NS, NICName, stub, NICName); err != nil {
+		return err
+	}
+	if err := stub.Do(func() error { return setUpByName(NICName) }); err != nil {
+		return fmt.Errorf("set the stub end of the wire up: %w", err)
+	}
+	return t.configureNIC(h, NICName, netip.PrefixFrom(h.Addr, UnderlayBits))
+}
+
+func (t *Topology) buildCHHC() error {
+	for i := 1; i <= 2; i++ {
+		if _, err := t.newHost(i, HostAddr(i), netip.PrefixFrom(HostAddr(i), UnderlayBits).Masked(), netip.Addr{}); err != nil {
+			return err
+		}
+	}
+	a, b := t.Hosts[0], t.Hosts[1]
+	if err := t.wire(a.Handle, a.NS, NICName, b.NS, NICName); err != nil {
+		return err
+	}
+	for _, h := range t.Hosts {
+		if err := t.configureNIC(h, NICName, netip.PrefixFrom(h.Addr, UnderlayBits)); err != nil {
+			return err
+		}
+	}
+	// Equivalent to: ip route add 198.19.J.0/24 via 198.18.0.J
+	for _, h := range t.Hosts {
+		for _, other := range t.Hosts {
+			if other != h {
+				if err := addRoute(h, EndpointSubnet(other.Index), other.Addr); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// buildRouted makes hosts 1 and 2 and a router whose port nicI is cabled
+// to host I's NIC. Each host routes the whole benchmark range through the
+// router; the router routes each host's endpoint subnet to that host.
+//
+// Equivalent to, for each host I:
+//
+//	ip -n rtr link add nicI type veth peer name nic0 netns hI
+//	ip -n rtr addr add 198.18.I.254/24 dev nicI
+//	ip -n hI addr add 198.18.I.253/24 dev nic0
+//	ip -n hI route add 198.18.0.0/15 via 198.18.I.254
+//	ip -n rtr route add 198.19.I.0/24 via 198.18.I.253
+func (t *Topology) buildRouted() error {
+	rns, rh, err := t.NewNamespace("rtr")
+	if err != nil {
+		return err
+	}
+	if err := rns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return err
+	}
+	t.RouterHost = &Host{Name: "rtr", NS: rns, Handle: rh}
+	for i := 1; i <= 2; i++ {
+		h, err := t.newHost(i, SegmentHostAddr(i), SegmentPrefix(i), SegmentRouterAddr(i))
+		if err != nil {
+			return err
+		}
+		port := fmt.Sprintf("nic%d", i)
+		if err := t.wire(rh, rns, port, h.NS, NICName); err != nil {
+			return err
+		}
+		if err := t.configureNIC(t.RouterHost, port, netip.PrefixFrom(SegmentRouterAddr(i), SegmentPrefix(i).Bits())); err != nil {
+			return err
+		}
+		if err := t.configureNIC(h, NICName, netip.PrefixFrom(h.Addr, h.Segment.Bits())); err != nil {
+			return err
+		}
+		if err := addRoute(h, Pool, h.Router); err != nil {
+			return err
+		}
+		if err := addRoute(t.RouterHost, EndpointSubnet(i), h.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Topology) newHost(i int, addr netip.Addr, segment netip.Prefix, router netip.Addr) (*Host, error) {
 	name := fmt.Sprintf("h%d", i)
 	ns, handle, err := t.NewNamespace(name)
 	if err != nil {
@@ -70,53 +139,64 @@ func (t *Topology) newHost(i int) (*Host, error) {
 	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
 		return nil, err
 	}
-	return &Host{Index: i, Name: name, NS: ns, Addr: HostAddr(i), Handle: handle}, nil
+	h := &Host{Index: i, Name: name, NS: ns, Addr: addr, Segment: segment, Router: router, Handle: handle}
+	t.Hosts = append(t.Hosts, h)
+	return h, nil
 }
 
-// wire creates host a's NIC with its far end in namespace b, where it is
-// named nic0 too. A stub end is brought up here, since no host configures it.
+// wire creates a cable: a veth pair with end aName in namespace a (whose
+// netlink handle is ah) and end bName in namespace b.
 //
-// Equivalent to: ip -n A link add nic0 type veth peer name nic0 netns B
-func (t *Topology) wire(a *Host, b *netns.NS, stub bool) error {
+// Equivalent to: ip -n A link add ANAME type veth peer name BNAME netns B
+func (t *Topology) wire(ah *netlink.Handle, a *netns.NS, aName string, b *netns.NS, bName string) error {
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: NICName, MTU: t.MTU()},
-		PeerName:      NICName,
+		LinkAttrs:     netlink.LinkAttrs{Name: aName, MTU: t.MTU()},
+		PeerName:      bName,
 		PeerNamespace: netlink.NsFd(int(b.Handle())),
 	}
-	if err := a.Handle.LinkAdd(veth); err != nil {
-		return fmt.Errorf("create wire %s/%s <-> %s/%s: %w", a.NS.Name, NICName, b.Name, NICName, err)
-	}
-	if stub {
-		return b.Do(func() error {
-			l, err := netlink.LinkByName(NICName)
-			if err != nil {
-				return fmt.Errorf("find stub end of the wire: %w", err)
-			}
-			return netlink.LinkSetUp(l)
-		})
+	if err := ah.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create wire %s/%s <-> %s/%s: %w", a.Name, aName, b.Name, bName, err)
 	}
 	return nil
 }
 
-// configureNIC addresses the NIC, brings it up and applies the rate limit.
-//
-// Equivalent to: ip addr add 198.18.0.I/16 dev nic0; ip link set nic0 up;
-// tc qdisc add dev nic0 root tbf rate R burst B limit L
-func (t *Topology) configureNIC(h *Host) error {
-	nic, err := h.Handle.LinkByName(NICName)
+func setUpByName(name string) error {
+	l, err := netlink.LinkByName(name)
 	if err != nil {
-		return fmt.Errorf("find %s in %q: %w", NICName, h.NS.Name, err)
+		return fmt.Errorf("find %s: %w", name, err)
 	}
-	addr := &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(h.Addr, UnderlayBits))}
-	if err := h.Handle.AddrAdd(nic, addr); err != nil {
-		return fmt.Errorf("address %s on %q: %w", h.Addr, h.NS.Name, err)
+	return netlink.LinkSetUp(l)
+}
+
+// addRoute adds a route to dst via gw in host h.
+//
+// Equivalent to: ip route add DST via GW
+func addRoute(h *Host, dst netip.Prefix, gw netip.Addr) error {
+	route := &netlink.Route{Dst: ipNet(dst), Gw: net.IP(gw.AsSlice())}
+	if err := h.Handle.RouteAdd(route); err != nil {
+		return fmt.Errorf("route %s via %s in %q: %w", dst, gw, h.NS.Name, err)
+	}
+	return nil
+}
+
+// configureNIC addresses a NIC, brings it up and applies the rate limit.
+//
+// Equivalent to: ip addr add ADDR dev NIC; ip link set NIC up;
+// tc qdisc add dev NIC root tbf rate R burst B limit L
+func (t *Topology) configureNIC(h *Host, name string, addr netip.Prefix) error {
+	nic, err := h.Handle.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", name, h.NS.Name, err)
+	}
+	if err := h.Handle.AddrAdd(nic, &netlink.Addr{IPNet: ipNet(addr)}); err != nil {
+		return fmt.Errorf("address %s on %s in %q: %w", addr, name, h.NS.Name, err)
 	}
 	if err := h.Handle.LinkSetUp(nic); err != nil {
-		return fmt.Errorf("set %s up in %q: %w", NICName, h.NS.Name, err)
+		return fmt.Errorf("set %s up in %q: %w", name, h.NS.Name, err)
 	}
 	if t.Opts.NICRateBPS > 0 {
 		if err := setRate(h.Handle, nic, t.Opts.NICRateBPS); err != nil {
-			return fmt.Errorf("rate-limit %s in %q: %w", NICName, h.NS.Name, err)
+			return fmt.Errorf("rate-limit %s in %q: %w", name, h.NS.Name, err)
 		}
 	}
 	return nil
@@ -139,28 +219,6 @@ func setRate(h *netlink.Handle, link netlink.Link, bitsPerSecond int64) error {
 		Limit:  uint32(rate/20 + burst),
 	}
 	return h.QdiscAdd(tbf)
-}
-
-// routeBetweenHosts lets each host reach the endpoint subnets behind the
-// others through their NICs, as a flat routed underlay does.
-//
-// Equivalent to: ip route add 198.19.J.0/24 via 198.18.0.J
-func (t *Topology) routeBetweenHosts() error {
-	for _, h := range t.Hosts {
-		for _, other := range t.Hosts {
-			if other == h {
-				continue
-			}
-			route := &netlink.Route{
-				Dst: ipNet(EndpointSubnet(other.Index)),
-				Gw:  net.IP(other.Addr.AsSlice()),
-			}
-			if err := h.Handle.RouteAdd(route); err != nil {
-				return fmt.Errorf("route %s via %s in %q: %w", EndpointSubnet(other.Index), other.Addr, h.NS.Name, err)
-			}
-		}
-	}
-	return nil
 }
 
 func ipNet(p netip.Prefix) *net.IPNet {

@@ -20,10 +20,12 @@ import (
 const (
 	CHC  = "chc"  // two endpoints on one host
 	CHHC = "chhc" // two hosts joined by a wire, an endpoint on each
+	// Routed puts the two hosts on two subnets joined by a router host.
+	Routed = "routed"
 )
 
 // Kinds lists the topologies, in the order docs and doctor show them.
-var Kinds = []string{CHC, CHHC}
+var Kinds = []string{CHC, CHHC, Routed}
 
 // NICName is the emulated NIC's name inside every host.
 const NICName = "nic0"
@@ -34,6 +36,9 @@ type Options struct {
 	NICRateBPS int64
 	// MTU of the NICs and of every link modes create; 0 means 1500.
 	MTU int
+	// Offloads of the NICs and every veth; empty fields keep the kernel's
+	// defaults.
+	Offloads Offloads
 }
 
 // Host is an emulated machine: a namespace with one emulated NIC.
@@ -43,6 +48,12 @@ type Host struct {
 	NS    *netns.NS
 	// Addr is the NIC's address on the underlay.
 	Addr netip.Addr
+	// Segment is the subnet of the wire the NIC is on; endpoints that sit
+	// on the wire (macvlan, ipvlan l2) take addresses from it.
+	Segment netip.Prefix
+	// Router is the gateway to other segments, in the routed topology;
+	// invalid where all hosts share one segment.
+	Router netip.Addr
 	// Handle is a netlink socket bound to the host's namespace.
 	Handle *netlink.Handle
 }
@@ -62,8 +73,11 @@ type Topology struct {
 	Token netns.Token
 	Opts  Options
 	Hosts []*Host
+	// RouterHost joins the segments in the routed topology; nil otherwise.
+	RouterHost *Host
 
 	mu         sync.Mutex
+	stub       *netns.NS // the far end of chc's NIC
 	namespaces []*netns.NS
 	handles    []*netlink.Handle
 	closers    []func() error
