@@ -57,7 +57,7 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, bri
 	if err != nil {
 		return nil, err
 	}
-	hostSide, err := vethInto(t, h, ep, "v-"+name)
+	hostSide, err := vethInto(h, ep, "v-"+name, t.MTU())
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +81,20 @@ func createBridge(t *topo.Topology, h *topo.Host) (netlink.Link, error) {
 	if err := h.Handle.LinkAdd(br); err != nil {
 		return nil, fmt.Errorf("create bridge %s in %q: %w", bridgeName, h.NS.Name, err)
 	}
+	return br, holdGateway(h, br)
+}
+
+// holdGateway gives link host h's address on its endpoint subnet, the
+// endpoints' gateway, and brings it up.
+//
+// Equivalent to: ip addr add 198.19.I.254/24 dev LINK; ip link set LINK up
+func holdGateway(h *topo.Host, link netlink.Link) error {
 	gw := netip.PrefixFrom(topo.Gateway(h.Index), topo.EndpointSubnet(h.Index).Bits())
-	if err := h.Handle.AddrAdd(br, &netlink.Addr{IPNet: topo.IPNet(gw)}); err != nil {
-		return nil, fmt.Errorf("address %s on %s in %q: %w", gw, bridgeName, h.NS.Name, err)
+	if err := h.Handle.AddrAdd(link, &netlink.Addr{IPNet: topo.IPNet(gw)}); err != nil {
+		return fmt.Errorf("address %s on %s in %q: %w", gw, link.Attrs().Name, h.NS.Name, err)
 	}
-	if err := h.Handle.LinkSetUp(br); err != nil {
-		return nil, fmt.Errorf("set %s up in %q: %w", bridgeName, h.NS.Name, err)
+	if err := h.Handle.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %s up in %q: %w", link.Attrs().Name, h.NS.Name, err)
 	}
-	return br, nil
+	return nil
 }

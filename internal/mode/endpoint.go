@@ -30,12 +30,12 @@ func newEndpointNS(t *topo.Topology, name string) (endpointNS, error) {
 }
 
 // vethInto creates a veth pair with hostSide in host h and eth0 in the
-// endpoint, and brings the host side up.
+// endpoint, both with the given MTU, and brings the host side up.
 //
-// Equivalent to: ip -n HOST link add HOSTSIDE type veth peer name eth0 netns EP
-func vethInto(t *topo.Topology, h *topo.Host, ep endpointNS, hostSide string) (netlink.Link, error) {
+// Equivalent to: ip -n HOST link add HOSTSIDE mtu MTU type veth peer name eth0 netns EP
+func vethInto(h *topo.Host, ep endpointNS, hostSide string, mtu int) (netlink.Link, error) {
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: hostSide, MTU: t.MTU()},
+		LinkAttrs:     netlink.LinkAttrs{Name: hostSide, MTU: mtu},
 		PeerName:      endpointIfName,
 		PeerNamespace: netlink.NsFd(int(ep.ns.Handle())),
 	}
@@ -81,6 +81,22 @@ func configureEndpoint(ep endpointNS, addr netip.Prefix, gw netip.Addr) error {
 	def := &netlink.Route{LinkIndex: link.Attrs().Index, Gw: net.IP(gw.AsSlice())}
 	if err := ep.handle.RouteAdd(def); err != nil {
 		return fmt.Errorf("default route via %s in %q: %w", gw, ep.ns.Name, err)
+	}
+	return nil
+}
+
+// routeAllOnLink sends everything from the endpoint straight out of eth0,
+// for devices that need no gateway's MAC (ipvlan in l3 modes does not ARP).
+//
+// Equivalent to: ip route add default dev eth0
+func routeAllOnLink(ep endpointNS) error {
+	link, err := ep.handle.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
+	}
+	route := &netlink.Route{LinkIndex: link.Attrs().Index, Scope: netlink.SCOPE_LINK}
+	if err := ep.handle.RouteAdd(route); err != nil {
+		return fmt.Errorf("default route on %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
 	return nil
 }

@@ -9,59 +9,119 @@ import (
 	"cnbench/internal/topo"
 )
 
-// Macvlan gives each endpoint a macvlan sub-interface of the host's NIC in
-// bridge mode: endpoints on one host switch frames to each other inside
-// the driver, and reach other hosts directly on the wire with their own MAC
-// and an underlay address. No veth pair, no bridge.
+// Macvlan gives each endpoint a macvlan sub-interface of the host's NIC:
+// the endpoint sits directly on the wire with its own MAC and an address
+// of the NIC's segment, behind no veth pair and no bridge. The plain name
+// is bridge mode, where endpoints on one NIC switch frames to each other
+// inside the driver; "macvlan:MODE" names the others:
+//
+//   - private: endpoints on one NIC cannot reach each other at all;
+//   - vepa: every frame leaves through the NIC, and endpoints on one NIC
+//     reach each other only if the switch sends frames back (802.1Qbg
+//     reflective relay, hairpin);
+//   - passthru: the NIC is handed to a single endpoint.
 const Macvlan = "macvlan"
 
+// macvlanModes maps each variant's name to the kernel's mode.
+var macvlanModes = map[string]netlink.MacvlanMode{
+	Macvlan:               netlink.MACVLAN_MODE_BRIDGE,
+	Macvlan + ":private":  netlink.MACVLAN_MODE_PRIVATE,
+	Macvlan + ":vepa":     netlink.MACVLAN_MODE_VEPA,
+	Macvlan + ":passthru": netlink.MACVLAN_MODE_PASSTHRU,
+}
+
 type macvlanMode struct {
-	t *topo.Topology
-	n counter
+	t     *topo.Topology
+	n     counter
+	mode  netlink.MacvlanMode
+	relay bool // reflective relay asked of the switch already
 }
 
 var _ Mode = (*macvlanMode)(nil)
 
-func newMacvlanMode(t *topo.Topology) Mode { return &macvlanMode{t: t, n: counter{}} }
+func newMacvlanMode(name string) func(t *topo.Topology) Mode {
+	return func(t *topo.Topology) Mode { return &macvlanMode{t: t, n: counter{}, mode: macvlanModes[name]} }
+}
 
-func macvlanAvailable() error { return linkKindAvailable("macvlan") }
+func macvlanAvailable(name string) func() error {
+	return func() error { return linkKindAvailable(name) }
+}
+
+// macvlanSupports rules out the variants that cannot connect two
+// endpoints on one NIC, which is what chc asks.
+func macvlanSupports(name string) func(topology string) error {
+	return func(topology string) error {
+		if topology != topo.CHC {
+			return nil
+		}
+		switch macvlanModes[name] {
+		case netlink.MACVLAN_MODE_PRIVATE:
+			return notApplicable("%s forbids endpoints on one NIC to talk to each other, and %s puts both on one NIC", name, topology)
+		case netlink.MACVLAN_MODE_PASSTHRU:
+			return notApplicable("%s hands the NIC to a single endpoint, and %s needs two on one NIC", name, topology)
+		}
+		return nil
+	}
+}
 
 // Endpoint creates the macvlan on the host's NIC straight inside the
-// endpoint's namespace.
+// endpoint's namespace; the endpoint routes other segments through the
+// segment's router, where there is one.
 //
-// Equivalent to: ip -n HOST link add eth0 link nic0 netns EP type macvlan mode bridge
+// Equivalent to: ip -n HOST link add eth0 link nic0 netns EP type macvlan mode MODE
 func (m *macvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
-	n, err := m.n.next(h)
+	if m.mode == netlink.MACVLAN_MODE_VEPA && !m.relay {
+		if err := m.t.EnableReflectiveRelay(); err != nil {
+			return nil, err
+		}
+		m.relay = true
+	}
+	return wireEndpoint(m.t, h, name, m.n, func(attrs netlink.LinkAttrs) netlink.Link {
+		return &netlink.Macvlan{LinkAttrs: attrs, Mode: m.mode}
+	})
+}
+
+func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+	return direct(ep, port)
+}
+
+// wireEndpoint places an endpoint whose device, made by newLink, is a
+// sub-interface of the host's NIC with an address on the NIC's segment.
+func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
+	idx, err := n.next(h)
 	if err != nil {
 		return nil, err
 	}
-	nic, err := h.Handle.LinkByName(topo.NICName)
-	if err != nil {
-		return nil, fmt.Errorf("find %s in %q: %w", topo.NICName, h.NS.Name, err)
-	}
-	ep, err := newEndpointNS(m.t, name)
+	ep, err := subInterface(t, h, name, newLink)
 	if err != nil {
 		return nil, err
 	}
-	mv := &netlink.Macvlan{
-		LinkAttrs: netlink.LinkAttrs{
-			Name:        endpointIfName,
-			ParentIndex: nic.Attrs().Index,
-			MTU:         m.t.MTU(),
-			Namespace:   netlink.NsFd(int(ep.ns.Handle())),
-		},
-		Mode: netlink.MACVLAN_MODE_BRIDGE,
-	}
-	if err := h.Handle.LinkAdd(mv); err != nil {
-		return nil, fmt.Errorf("create macvlan on %s in %q into %q: %w", topo.NICName, h.NS.Name, ep.ns.Name, err)
-	}
-	addr := topo.WireAddr(h.Index, n)
-	if err := configureEndpoint(ep, netip.PrefixFrom(addr, topo.UnderlayBits), netip.Addr{}); err != nil {
+	addr := topo.WireAddr(h.Index, idx)
+	if err := configureEndpoint(ep, netip.PrefixFrom(addr, h.Segment.Bits()), h.Router); err != nil {
 		return nil, err
 	}
 	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
 }
 
-func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+// subInterface creates a new endpoint namespace and, in it, eth0 as a
+// sub-interface of the host's NIC.
+func subInterface(t *topo.Topology, h *topo.Host, name string, newLink func(netlink.LinkAttrs) netlink.Link) (endpointNS, error) {
+	nic, err := h.Handle.LinkByName(topo.NICName)
+	if err != nil {
+		return endpointNS{}, fmt.Errorf("find %s in %q: %w", topo.NICName, h.NS.Name, err)
+	}
+	ep, err := newEndpointNS(t, name)
+	if err != nil {
+		return endpointNS{}, err
+	}
+	link := newLink(netlink.LinkAttrs{
+		Name:        endpointIfName,
+		ParentIndex: nic.Attrs().Index,
+		MTU:         t.MTU(),
+		Namespace:   netlink.NsFd(int(ep.ns.Handle())),
+	})
+	if err := h.Handle.LinkAdd(link); err != nil {
+		return endpointNS{}, fmt.Errorf("create %s on %s in %q into %q: %w", link.Type(), topo.NICName, h.NS.Name, ep.ns.Name, err)
+	}
+	return ep, nil
 }

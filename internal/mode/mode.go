@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"sort"
 
+	"cnbench/internal/model"
 	"cnbench/internal/topo"
 )
 
@@ -35,12 +36,49 @@ type Descriptor struct {
 	// Available returns nil if this machine can build the mode, or an
 	// error wrapping ErrUnsupported that says why not.
 	Available func() error
-	New       func(t *topo.Topology) Mode
+	// Supports reports whether the mode can work in a topology at all,
+	// on any machine, with an error wrapping ErrNotApplicable if not; nil
+	// means in every topology.
+	Supports func(topology string) error
+	// Record fills in what the mode decides for itself, such as the OVS
+	// datapath, so that it is stored with the case; nil if nothing.
+	Record func(p *model.Params)
+	New    func(t *topo.Topology) Mode
+}
+
+// Check reports whether a case of this mode in the topology can be built
+// here: nil, or an error wrapping ErrUnsupported that says why not.
+func (d Descriptor) Check(topology string) error {
+	if err := d.Available(); err != nil {
+		return err
+	}
+	if d.Supports != nil {
+		return d.Supports(topology)
+	}
+	return nil
 }
 
 // ErrUnsupported marks a mode, or a part of one, that this machine cannot
 // build; cases that need it are skipped, not failed.
 var ErrUnsupported = errors.New("unsupported on this machine")
+
+// ErrNotApplicable marks a mode that cannot work in a topology by its
+// nature, whatever the machine: macvlan's private mode keeps the two
+// endpoints of chc apart. It wraps ErrUnsupported, so such cases are
+// skipped too.
+var ErrNotApplicable error = &kindOfError{"not applicable", ErrUnsupported}
+
+type kindOfError struct {
+	msg    string
+	parent error
+}
+
+func (e *kindOfError) Error() string { return e.msg }
+func (e *kindOfError) Unwrap() error { return e.parent }
+
+func notApplicable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrNotApplicable, fmt.Sprintf(format, args...))
+}
 
 func unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))

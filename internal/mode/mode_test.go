@@ -5,9 +5,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
+	"cnbench/internal/cleanup"
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
@@ -15,36 +17,22 @@ import (
 
 // TestEveryModeConnects builds each registered mode in each topology and
 // moves bytes over TCP from a client endpoint to a server endpoint through
-// the address the mode exposes.
+// the address the mode exposes. A combination this machine or the
+// topology rules out is skipped with the reason; TestSkipsAreTrue checks
+// those reasons.
 func TestEveryModeConnects(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, name := range Names() {
 		for _, kind := range topo.Kinds {
 			t.Run(name+"/"+kind, func(t *testing.T) {
 				d, _ := Lookup(name)
-				if err := d.Available(); err != nil {
+				if err := d.Check(kind); err != nil {
 					if errors.Is(err, ErrUnsupported) {
 						t.Skipf("skipped: %v", err)
 					}
 					t.Fatal(err)
 				}
-				token := netns.NewToken()
-				tp, err := topo.Build(kind, token, topo.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					if err := tp.Close(); err != nil {
-						t.Error(err)
-					}
-					left, _ := netns.List()
-					for _, n := range left {
-						if netns.TokenOf(n) == token {
-							t.Errorf("namespace %s left after Close", n)
-						}
-					}
-				})
-				m := d.New(tp)
+				tp, m := buildForTest(t, d, kind, topo.Options{})
 				server, err := m.Endpoint(tp.HostFor(true), "s1")
 				if err != nil {
 					t.Fatal(err)
@@ -57,6 +45,41 @@ func TestEveryModeConnects(t *testing.T) {
 			})
 		}
 	}
+}
+
+// buildForTest builds a topology for mode d and checks, when the test
+// ends, that closing it leaves no namespace and no daemon of its token.
+func buildForTest(t *testing.T, d Descriptor, kind string, opts topo.Options) (*topo.Topology, Mode) {
+	t.Helper()
+	token := netns.NewToken()
+	tp, err := topo.Build(kind, token, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		daemons, _ := cleanup.Daemons(token)
+		if err := tp.Close(); err != nil {
+			t.Error(err)
+		}
+		left, _ := netns.List()
+		for _, n := range left {
+			if netns.TokenOf(n) == token {
+				t.Errorf("namespace %s left after Close", n)
+			}
+		}
+		for _, dm := range daemons {
+			if dm.Alive() {
+				t.Errorf("daemon %s (pid %d) left running after Close", dm.Name, dm.PID)
+			}
+			if _, err := os.Stat(dm.Dir); err == nil {
+				t.Errorf("daemon directory %s left after Close", dm.Dir)
+			}
+		}
+		if still, _ := cleanup.Daemons(token); len(still) > 0 {
+			t.Errorf("daemon records left after Close: %v", still)
+		}
+	})
+	return tp, d.New(tp)
 }
 
 func transfer(t *testing.T, m Mode, server, client *topo.Endpoint) {

@@ -57,22 +57,21 @@ func runProbe(fn func(ns *netns.NS, h *netlink.Handle, parent netlink.Link) erro
 	return fn(ns, h, parent)
 }
 
-// linkKindAvailable reports whether the kernel can create links of kind on
-// top of a veth.
-func linkKindAvailable(kind string) error {
-	return probe("link:"+kind, func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
+// linkKindAvailable reports whether the kernel can create a link of the
+// named mode ("macvlan:private", "ipvlan:l3") on top of a veth.
+func linkKindAvailable(name string) error {
+	return probe("link:"+name, func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
 		attrs := netlink.LinkAttrs{Name: "x0", ParentIndex: parent.Attrs().Index}
 		var link netlink.Link
-		switch kind {
-		case "macvlan":
-			link = &netlink.Macvlan{LinkAttrs: attrs, Mode: netlink.MACVLAN_MODE_BRIDGE}
-		case "ipvlan":
-			link = &netlink.IPVlan{LinkAttrs: attrs, Mode: netlink.IPVLAN_MODE_L2}
-		default:
-			return fmt.Errorf("probe link kind %q: no probe for it", kind)
+		if mode, ok := macvlanModes[name]; ok {
+			link = &netlink.Macvlan{LinkAttrs: attrs, Mode: mode}
+		} else if mode, ok := ipvlanModes[name]; ok {
+			link = &netlink.IPVlan{LinkAttrs: attrs, Mode: mode}
+		} else {
+			return fmt.Errorf("probe link %q: no probe for it", name)
 		}
 		if err := h.LinkAdd(link); err != nil {
-			return kernelLacks(kind+" links", err)
+			return kernelLacks(name+" links", err)
 		}
 		return nil
 	})

@@ -34,7 +34,7 @@ func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostSide, err := vethInto(m.t, h, ep, "v-"+name)
+	hostSide, err := vethInto(h, ep, "v-"+name, m.t.MTU())
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,145 @@
+package mode
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"cnbench/internal/netns"
+	"cnbench/internal/topo"
+)
+
+// Overlay joins the endpoints of all hosts in one subnet over VXLAN, as
+// Docker's overlay networks and flannel's vxlan backend do: each host has
+// a bridge holding the endpoints' veths and a VXLAN device over its NIC,
+// and floods unknown frames to every other host's VTEP, learning the rest.
+// Every overlay link's MTU is the underlay's less VXLAN's 50 bytes of
+// encapsulation, so a full-sized inner frame never needs fragmenting.
+const Overlay = "overlay"
+
+const (
+	vxlanName = "vx0"
+	vxlanID   = 4242
+	vxlanPort = 4789 // IANA's VXLAN port
+	// vxlanOverhead is what VXLAN adds over IPv4: outer IP 20, UDP 8,
+	// VXLAN 8 and the inner Ethernet header 14.
+	vxlanOverhead = 50
+)
+
+type overlayMode struct {
+	t     *topo.Topology
+	n     counter
+	built bool
+}
+
+var _ Mode = (*overlayMode)(nil)
+
+func newOverlayMode(t *topo.Topology) Mode { return &overlayMode{t: t, n: counter{}} }
+
+func overlayAvailable() error {
+	return probe("link:vxlan", func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
+		vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "x0"}, VxlanId: vxlanID, VtepDevIndex: parent.Attrs().Index, Port: vxlanPort}
+		if err := h.LinkAdd(vx); err != nil {
+			return kernelLacks("vxlan links", err)
+		}
+		return nil
+	})
+}
+
+func (m *overlayMode) mtu() int { return m.t.MTU() - vxlanOverhead }
+
+func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	if !m.built {
+		// Every VTEP must know every other before the first frame.
+		for _, host := range m.t.Hosts {
+			if err := m.buildHost(host); err != nil {
+				return nil, err
+			}
+		}
+		m.built = true
+	}
+	idx, err := m.n.next(h)
+	if err != nil {
+		return nil, err
+	}
+	ep, err := newEndpointNS(m.t, name)
+	if err != nil {
+		return nil, err
+	}
+	hostSide, err := vethInto(h, ep, "v-"+name, m.mtu())
+	if err != nil {
+		return nil, err
+	}
+	br, err := h.Handle.LinkByName(bridgeName)
+	if err != nil {
+		return nil, fmt.Errorf("find %s in %q: %w", bridgeName, h.NS.Name, err)
+	}
+	if err := h.Handle.LinkSetMaster(hostSide, br); err != nil {
+		return nil, fmt.Errorf("enslave %s to %s in %q: %w", hostSide.Attrs().Name, bridgeName, h.NS.Name, err)
+	}
+	addr := topo.OverlayAddr(h.Index, idx)
+	if err := configureEndpoint(ep, netip.PrefixFrom(addr, topo.OverlaySubnet.Bits()), netip.Addr{}); err != nil {
+		return nil, err
+	}
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+}
+
+// buildHost makes host h's bridge and VTEP, and points the VTEP's flood
+// list at every other host.
+//
+// Equivalent to:
+//
+//	ip link add br0 mtu M type bridge
+//	ip link add vx0 mtu M type vxlan id 4242 local HOST dev nic0 dstport 4789
+//	ip link set vx0 master br0; ip link set vx0 up; ip link set br0 up
+//	bridge fdb append 00:00:00:00:00:00 dev vx0 dst OTHER   (each other host)
+func (m *overlayMode) buildHost(h *topo.Host) error {
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName, MTU: m.mtu()}}
+	if err := h.Handle.LinkAdd(br); err != nil {
+		return fmt.Errorf("create bridge %s in %q: %w", bridgeName, h.NS.Name, err)
+	}
+	nic, err := h.Handle.LinkByName(topo.NICName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", topo.NICName, h.NS.Name, err)
+	}
+	vx := &netlink.Vxlan{
+		LinkAttrs:    netlink.LinkAttrs{Name: vxlanName, MTU: m.mtu(), MasterIndex: br.Attrs().Index},
+		VxlanId:      vxlanID,
+		VtepDevIndex: nic.Attrs().Index,
+		SrcAddr:      net.IP(h.Addr.AsSlice()),
+		Port:         vxlanPort,
+		Learning:     true,
+	}
+	if err := h.Handle.LinkAdd(vx); err != nil {
+		return fmt.Errorf("create vxlan %s in %q: %w", vxlanName, h.NS.Name, err)
+	}
+	for _, l := range []netlink.Link{vx, br} {
+		if err := h.Handle.LinkSetUp(l); err != nil {
+			return fmt.Errorf("set %s up in %q: %w", l.Attrs().Name, h.NS.Name, err)
+		}
+	}
+	for _, other := range m.t.Hosts {
+		if other == h {
+			continue
+		}
+		flood := &netlink.Neigh{
+			LinkIndex:    vx.Attrs().Index,
+			Family:       unix.AF_BRIDGE,
+			Flags:        netlink.NTF_SELF,
+			State:        netlink.NUD_NOARP | netlink.NUD_PERMANENT,
+			HardwareAddr: make(net.HardwareAddr, 6),
+			IP:           net.IP(other.Addr.AsSlice()),
+		}
+		if err := h.Handle.NeighAppend(flood); err != nil {
+			return fmt.Errorf("flood entry for VTEP %s on %s in %q: %w", other.Addr, vxlanName, h.NS.Name, err)
+		}
+	}
+	return nil
+}
+
+func (m *overlayMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+	return direct(ep, port)
+}
