@@ -24,10 +24,9 @@ const transferBufferSize = 256 << 10
 
 var errTruncatedRequest = errors.New("peer closed in the middle of a request")
 
-// recvN reads exactly n bytes into buf-sized pieces, counting them in m
-// when m is not nil. It reports io.EOF only if the peer closed before the
-// first byte.
-func recvN(fd int, buf []byte, n int, m *flowMeter, s *session) error {
+// recvN reads exactly n bytes into buf-sized pieces. It reports io.EOF
+// only if the peer closed before the first byte.
+func recvN(fd int, buf []byte, n int) error {
 	for got := 0; got < n; {
 		r, err := recv(fd, buf[:min(n-got, len(buf))])
 		if err != nil {
@@ -39,9 +38,27 @@ func recvN(fd int, buf []byte, n int, m *flowMeter, s *session) error {
 			}
 			return io.ErrUnexpectedEOF
 		}
-		if m != nil {
-			m.add(r, s)
+		got += r
+	}
+	return nil
+}
+
+// recvRequest is recvN for the serving side, which counts what it reads.
+func recvRequest(fd int, buf []byte, n int, m *flowMeter, s *session, y *yielder) error {
+	for got := 0; got < n; {
+		r, err := recv(fd, buf[:min(n-got, len(buf))])
+		if err != nil {
+			return err
 		}
+		if r == 0 {
+			if got == 0 {
+				return io.EOF
+			}
+			return io.ErrUnexpectedEOF
+		}
+		now := monotonicNow()
+		m.add(r, now, s)
+		y.maybeYield(now)
 		got += r
 	}
 	return nil
@@ -52,8 +69,9 @@ func serveRR(fd int, h connHeader, m *flowMeter, s *session) error {
 	requestSize, responseSize := int(h.requestSize), int(h.responseSize)
 	request := make([]byte, min(requestSize, transferBufferSize))
 	response := make([]byte, min(responseSize, transferBufferSize))
+	var y yielder
 	for {
-		switch err := recvN(fd, request, requestSize, m, s); err {
+		switch err := recvRequest(fd, request, requestSize, m, s, &y); err {
 		case nil:
 		case io.EOF:
 			return nil
@@ -80,6 +98,7 @@ type rrOutcome struct {
 func runRR(fd int, spec RunSpec, deadline int64, out *rrOutcome) error {
 	request := make([]byte, min(spec.RequestSize, transferBufferSize))
 	response := make([]byte, min(spec.ResponseSize, transferBufferSize))
+	var y yielder
 	// The previous transaction's end is the next one's start, which saves
 	// a clock read per transaction.
 	start := monotonicNow()
@@ -89,7 +108,7 @@ func runRR(fd int, spec RunSpec, deadline int64, out *rrOutcome) error {
 			return err
 		}
 		out.sent += int64(spec.RequestSize)
-		if err := recvN(fd, response, spec.ResponseSize, nil, nil); err != nil {
+		if err := recvN(fd, response, spec.ResponseSize); err != nil {
 			out.stoppedAt = monotonicNow()
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -102,6 +121,9 @@ func runRR(fd int, spec RunSpec, deadline int64, out *rrOutcome) error {
 		_ = out.latency.RecordValue(min(end-start, latencyHighest))
 		out.transactions++
 		start = end
+		if y.maybeYield(end) {
+			start = monotonicNow()
+		}
 	}
 	out.stoppedAt = start
 	return nil

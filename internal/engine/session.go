@@ -26,8 +26,8 @@ type flowMeter struct {
 	transactions int64
 }
 
-func (m *flowMeter) add(n int, s *session) {
-	now := monotonicNow()
+// add counts n bytes received at monotonic time now.
+func (m *flowMeter) add(n int, now int64, s *session) {
 	if m.first == 0 {
 		m.first = now
 		m.origin = s.noteFirstByte(now)

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"runtime"
+	"time"
+)
+
+// The runtime's monitor thread takes the P away from a goroutine that has
+// not been through the scheduler for 10ms, even while it sits in a system
+// call, and then polls every 20µs for a while in case it must do so again.
+// A flow that only makes system calls would provoke that cycle forever,
+// costing thousands of wake-ups a second on the cores being measured. A
+// cheap voluntary yield every few milliseconds keeps the monitor asleep.
+const yieldInterval = 5 * time.Millisecond
+
+// yielder yields at most once per yieldInterval, using clock readings the
+// caller takes anyway.
+type yielder struct {
+	next int64
+}
+
+// maybeYield yields if now is past the next yield time and reports whether
+// it did, so a caller timing work can restart its clock.
+func (y *yielder) maybeYield(now int64) bool {
+	if now < y.next {
+		return false
+	}
+	runtime.Gosched()
+	y.next = now + int64(yieldInterval)
+	return true
+}
