@@ -57,7 +57,10 @@ type Chart struct {
 	Kind  string
 	Title string
 
-	plot          *plot.Plot
+	plot *plot.Plot
+	// leftPad makes room for slanted group labels, whose start hangs
+	// left of the first group.
+	leftPad       vg.Length
 	legend        []string
 	colors        map[string]color.RGBA
 	width, height vg.Length
@@ -242,14 +245,18 @@ func (cs *chartSet) barChart(id, kind, title, yLabel string, cases []CaseReport,
 	p.Add(bars)
 	p.X.Tick.Marker = groupTicks(groups)
 	p.X.Tick.Length = 0
+	var leftPad vg.Length
 	if longest(groups) > 10 && len(groups) > 3 {
 		p.X.Tick.Label.Rotation = math.Pi / 8
 		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+		leftPad = p.X.Tick.Label.Width(groups[0]) * vg.Length(math.Cos(math.Pi/8))
 	}
 	_, _, ymin, ymax := bars.DataRange()
 	p.Y.Min, p.Y.Max = min(0, ymin*1.08), max(0, ymax*1.08)
-	width := max(7.5*vg.Inch, vg.Length(len(groups)*len(bars.series))*vg.Points(24)+vg.Points(120))
-	return cs.chart(id, kind, title, p, legend, width), true
+	width := max(7.5*vg.Inch, vg.Length(len(groups)*len(bars.series))*vg.Points(18)+vg.Points(120))
+	ch := cs.chart(id, kind, title, p, legend, width+leftPad)
+	ch.leftPad = leftPad
+	return ch, true
 }
 
 func longest(ss []string) int {
@@ -283,12 +290,18 @@ func panelKey(c CaseReport, clear func(*model.Params)) (key, label string) {
 	if params := compactParams(p); params != "-" {
 		label += " · " + params
 	}
-	return strings.Join([]string{c.Workload, c.Topology, c.Engine, compactParams(p)}, "/"), label
+	// The key holds every parameter, so cases that differ only in one the
+	// label leaves out (offloads, placement) never share a line.
+	p = p.Comparable()
+	p.DurationMS, p.WarmupMS, p.Samples = 0, 0, 0
+	return fmt.Sprintf("%s/%s/%s/%+v", c.Workload, c.Topology, c.Engine, p), label
 }
 
 type panel struct {
 	key, label string
-	cases      []CaseReport
+	// id names the panel in chart ids: readable, and unique in the run.
+	id    string
+	cases []CaseReport
 }
 
 // panels groups measured cases by panelKey in order of appearance,
@@ -302,7 +315,11 @@ func (cs *chartSet) panels(clear func(*model.Params), keep func(CaseReport) bool
 		key, label := panelKey(c, clear)
 		i := slices.IndexFunc(out, func(p panel) bool { return p.key == key })
 		if i < 0 {
-			out = append(out, panel{key: key, label: label})
+			id := c.Workload + "-" + strings.ReplaceAll(label, " · ", "-")
+			if slices.ContainsFunc(out, func(p panel) bool { return p.id == id }) {
+				id += fmt.Sprintf("-%d", len(out))
+			}
+			out = append(out, panel{key: key, label: label, id: id})
 			i = len(out) - 1
 		}
 		out[i].cases = append(out[i].cases, c)
@@ -371,7 +388,7 @@ func (cs *chartSet) axisCharts(kind string) ([]Chart, error) {
 		p.Y.Min = 0
 		p.Y.Max *= 1.08
 		title := fmt.Sprintf("%s: %s against %s · %s", w, metricNoun(primary), map[string]string{"flows": "flows", "msgsize": "message size"}[kind], pn.label)
-		out = append(out, cs.chart(kind+"-"+pn.key, kind, title, p, legend, 7.5*vg.Inch))
+		out = append(out, cs.chart(kind+"-"+pn.id, kind, title, p, legend, 7.5*vg.Inch))
 	}
 	return out, nil
 }
@@ -404,7 +421,7 @@ func (cs *chartSet) latencyCharts() ([]Chart, error) {
 		_, _, _, ymax := bars.DataRange()
 		p.Y.Min, p.Y.Max = 0, ymax*1.08
 		title := fmt.Sprintf("%s: latency percentiles (merged histograms, 95%% CI) · %s", pn.cases[0].Workload, pn.label)
-		out = append(out, cs.chart("latency-"+pn.key, "latency", title, p, legend, 7.5*vg.Inch))
+		out = append(out, cs.chart("latency-"+pn.id, "latency", title, p, legend, 7.5*vg.Inch))
 	}
 	return out, nil
 }
@@ -453,7 +470,7 @@ func (cs *chartSet) cdfCharts() ([]Chart, error) {
 		p.X.Min, p.X.Max = lo/1.1, hi*1.1
 		p.Y.Min, p.Y.Max = 0, 1
 		title := fmt.Sprintf("%s: latency distribution (CDF, all samples merged) · %s", pn.cases[0].Workload, pn.label)
-		out = append(out, cs.chart("cdf-"+pn.key, "cdf", title, p, legend, 7.5*vg.Inch))
+		out = append(out, cs.chart("cdf-"+pn.id, "cdf", title, p, legend, 7.5*vg.Inch))
 	}
 	return out, nil
 }
@@ -465,7 +482,7 @@ func (ch Chart) draw(c draw.Canvas) {
 	c.FillText(sty, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: c.Max.Y - titleH + vg.Points(4)}, ch.Title)
 	c = draw.Crop(c, 0, 0, 0, -titleH)
 	legendH := drawLegend(c, ch.legend, ch.colors)
-	c = draw.Crop(c, vg.Points(4), -vg.Points(12), vg.Points(4), -legendH-vg.Points(4))
+	c = draw.Crop(c, vg.Points(4)+ch.leftPad, -vg.Points(12), vg.Points(4), -legendH-vg.Points(4))
 	ch.plot.Draw(c)
 }
 

@@ -43,6 +43,7 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 		a.Tick.LineStyle.Color = axisColor
 	}
 	p.X.Padding, p.Y.Padding = vg.Points(4), vg.Points(4)
+	p.Y.Tick.Marker = plainTicks{}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color = nil
 	grid.Horizontal.Color = gridColor
@@ -148,6 +149,23 @@ func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
 			if v >= lo && v <= hi {
 				ticks = append(ticks, plot.Tick{Value: v, Label: t.format(v)})
 			}
+		}
+	}
+	return ticks
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros:
+// "25000", not "25000.00".
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			// Rounding to 12 significant digits drops the float noise
+			// that tick arithmetic leaves (0.30000000000000004).
+			v, _ := strconv.ParseFloat(strconv.FormatFloat(ticks[i].Value, 'g', 12, 64), 64)
+			ticks[i].Label = formatPlain(v)
 		}
 	}
 	return ticks

@@ -15,7 +15,7 @@ import (
 )
 
 // Formats lists the formats Write accepts.
-var Formats = []string{"table", "json", "csv", "markdown"}
+var Formats = []string{"table", "json", "csv", "markdown", "html"}
 
 // ParseFormat checks a format name before any work is done.
 func ParseFormat(format string) (string, error) {
@@ -40,6 +40,8 @@ func Write(w io.Writer, rep *Report, format string) error {
 		err = writeCSV(w, rep)
 	case "markdown":
 		err = writeMarkdown(w, rep)
+	case "html":
+		err = WriteHTML(w, rep)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s report: %w", format, err)
