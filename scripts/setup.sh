@@ -4,7 +4,7 @@
 # itself with, and the Go modules. Idempotent: installs only what is missing.
 set -euo pipefail
 
-packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps)
+packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium)
 
 missing=()
 for p in "${packages[@]}"; do
