@@ -110,5 +110,5 @@ func serveFlow(fd int, h connHeader, m *flowMeter, s *session) error {
 	if h.kind == kindRR {
 		return serveRR(fd, h, m, s)
 	}
-	return receiveStream(fd, m, s)
+	return receiveStream(fd, int(h.flowCount), m, s)
 }

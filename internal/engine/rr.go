@@ -69,7 +69,7 @@ func serveRR(fd int, h connHeader, m *flowMeter, s *session) error {
 	requestSize, responseSize := int(h.requestSize), int(h.responseSize)
 	request := make([]byte, min(requestSize, transferBufferSize))
 	response := make([]byte, min(responseSize, transferBufferSize))
-	var y yielder
+	y := newYielder(int(h.flowCount))
 	for {
 		switch err := recvRequest(fd, request, requestSize, m, s, &y); err {
 		case nil:
@@ -98,7 +98,7 @@ type rrOutcome struct {
 func runRR(fd int, spec RunSpec, deadline int64, out *rrOutcome) error {
 	request := make([]byte, min(spec.RequestSize, transferBufferSize))
 	response := make([]byte, min(spec.ResponseSize, transferBufferSize))
-	var y yielder
+	y := newYielder(spec.Flows)
 	// The previous transaction's end is the next one's start, which saves
 	// a clock read per transaction.
 	start := monotonicNow()

@@ -121,7 +121,7 @@ func runFlow(fd int, spec RunSpec, deadline int64, streamBuf []byte, latency *hd
 		o.err = runRR(fd, spec, deadline, &rr)
 		o.sent, o.transactions, o.stoppedAt, o.latency = rr.sent, rr.transactions, rr.stoppedAt, rr.latency
 	} else {
-		o.sent, o.stoppedAt, o.err = sendStream(fd, streamBuf, deadline)
+		o.sent, o.stoppedAt, o.err = sendStream(fd, streamBuf, spec.Flows, deadline)
 	}
 	if o.err != nil {
 		return o

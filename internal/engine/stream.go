@@ -4,10 +4,11 @@ package engine
 // keep the system call count per gigabyte low.
 const receiveBufferSize = 256 << 10
 
-// receiveStream counts bytes until the peer closes.
-func receiveStream(fd int, m *flowMeter, s *session) error {
+// receiveStream counts bytes until the peer closes; flows is how many flows
+// its session has.
+func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
 	buf := make([]byte, receiveBufferSize)
-	var y yielder
+	y := newYielder(flows)
 	for {
 		n, err := recv(fd, buf)
 		if err != nil {
@@ -23,9 +24,10 @@ func receiveStream(fd int, m *flowMeter, s *session) error {
 }
 
 // sendStream writes buf repeatedly until the monotonic deadline and
-// returns the bytes sent and when it stopped.
-func sendStream(fd int, buf []byte, deadline int64) (sent, stoppedAt int64, err error) {
-	var y yielder
+// returns the bytes sent and when it stopped; flows is how many flows run
+// alongside.
+func sendStream(fd int, buf []byte, flows int, deadline int64) (sent, stoppedAt int64, err error) {
+	y := newYielder(flows)
 	for {
 		now := monotonicNow()
 		if now >= deadline {

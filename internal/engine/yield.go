@@ -13,10 +13,20 @@ import (
 // cheap voluntary yield every few milliseconds keeps the monitor asleep.
 const yieldInterval = 5 * time.Millisecond
 
-// yielder yields at most once per yieldInterval, using clock readings the
+// yielder yields at most once per interval, using clock readings the
 // caller takes anyway.
 type yielder struct {
-	next int64
+	interval int64
+	next     int64
+}
+
+// newYielder paces one of flows concurrent flows. What matters is that
+// every P passes through the scheduler often enough, so with more flows
+// than Ps each flow yields less often; a yield on a locked thread costs a
+// few microseconds, which thousands of flows would otherwise multiply.
+func newYielder(flows int) yielder {
+	perP := max(1, flows/runtime.GOMAXPROCS(0))
+	return yielder{interval: int64(yieldInterval) * int64(perP)}
 }
 
 // maybeYield yields if now is past the next yield time and reports whether
@@ -26,6 +36,6 @@ func (y *yielder) maybeYield(now int64) bool {
 		return false
 	}
 	runtime.Gosched()
-	y.next = now + int64(yieldInterval)
+	y.next = now + y.interval
 	return true
 }
