@@ -20,20 +20,27 @@ func (s *Spec) Expand() []model.Case {
 				for _, params := range w.variants() {
 					params.NICRate = topo.NICRate
 					params.MTU = topo.MTU
+					params.GRO, params.GSO, params.TSO, params.TxChecksum = topo.GRO, topo.GSO, topo.TSO, topo.TxChecksum
 					params.DurationMS = s.Duration.Milliseconds()
 					params.WarmupMS = s.Warmup.Milliseconds()
 					params.Samples = s.Samples
-					for _, engine := range s.Engines {
-						cases = append(cases, model.Case{
-							Index:    len(cases),
-							Key:      caseKey(mode, topo, w.Type, params, engine),
-							Mode:     mode,
-							Topology: topo.Name,
-							Workload: w.Type,
-							Engine:   engine,
-							Params:   params,
-							Status:   model.StatusPending,
-						})
+					for _, pl := range s.placements() {
+						params.Placement = ""
+						if pl != defaultPlacement {
+							params.Placement = pl
+						}
+						for _, engine := range s.Engines {
+							cases = append(cases, model.Case{
+								Index:    len(cases),
+								Key:      caseKey(mode, topo, w.Type, params, engine),
+								Mode:     mode,
+								Topology: topo.Name,
+								Workload: w.Type,
+								Engine:   engine,
+								Params:   params,
+								Status:   model.StatusPending,
+							})
+						}
 					}
 				}
 			}
@@ -71,7 +78,20 @@ func (w Workload) variants() []model.Params {
 // experiment, and nothing that only changes how long it is measured.
 // Example: bridge/chhc(mtu=9000)/tcp_stream(flows=4,msg_size=131072)/native
 func caseKey(mode string, topo Topology, workload string, params model.Params, engine string) string {
-	return mode + "/" + topologyKey(topo) + "/" + workloadKey(workload, params) + "/" + engine
+	key := mode + "/" + topologyKey(topo) + "/" + workloadKey(workload, params) + "/" + engine
+	if params.Placement != "" {
+		key += "/placement=" + params.Placement
+	}
+	return key
+}
+
+// placements is the placement axis; a spec built in code may leave it
+// empty, which means no pinning.
+func (s *Spec) placements() []string {
+	if len(s.Placements) == 0 {
+		return []string{defaultPlacement}
+	}
+	return s.Placements
 }
 
 // topologyKey is the topology name with the options that are set:
@@ -83,6 +103,11 @@ func topologyKey(t Topology) string {
 	}
 	if t.MTU != 0 {
 		opts = append(opts, "mtu="+strconv.Itoa(t.MTU))
+	}
+	for _, tg := range t.toggles() {
+		if *tg.value != "" {
+			opts = append(opts, tg.key+"="+*tg.value)
+		}
 	}
 	return withOptions(t.Name, opts)
 }

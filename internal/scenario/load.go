@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"cnbench/internal/placement"
 )
 
 // maxFileSize bounds what Parse reads; real scenarios are a few hundred
@@ -92,8 +94,8 @@ func yamlError(file string, err error) *Error {
 }
 
 var (
-	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines"}
-	topologyKeys = []string{"name", "nic_rate", "mtu"}
+	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement"}
+	topologyKeys = []string{"name", "nic_rate", "mtu", "gro", "gso", "tso", "tx_checksum"}
 )
 
 var expectedTopLevel = "expected a mapping with the keys " + quoteList(topLevelKeys)
@@ -161,10 +163,11 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 	}
 	f := p.fields(root, "", topLevelKeys)
 	s := &Spec{
-		Duration: defaultDuration,
-		Warmup:   defaultWarmup,
-		Samples:  defaultSamples,
-		Engines:  []string{defaultEngine},
+		Duration:   defaultDuration,
+		Warmup:     defaultWarmup,
+		Samples:    defaultSamples,
+		Engines:    []string{defaultEngine},
+		Placements: []string{defaultPlacement},
 	}
 	s.Name = p.name(f["name"])
 	if fd, ok := f["description"]; ok && !isNull(fd.value) {
@@ -200,8 +203,54 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 	} else if msg := checkWord("engine", defaultEngine, p.vocab.Engines); msg != "" {
 		p.report(nil, "engines", "missing, and the default does not exist: "+msg)
 	}
+	if fd, ok := f["placement"]; ok && !isNull(fd.value) {
+		s.Placements = p.placements(fd)
+	}
 	p.checkMatrix(s, workloadItems)
 	return s
+}
+
+// placements reads the placement axis: names or SENDER/RECEIVER CPU lists.
+func (p *parser) placements(fd field) []string {
+	its := p.items(fd.value, fd.path)
+	if len(its) == 0 {
+		p.report(fd.value, fd.path, "empty list; expected at least one placement")
+	}
+	var out []string
+	first := map[string]string{}
+	for _, it := range its {
+		text, ok := p.scalar(it, "a placement")
+		if !ok {
+			continue
+		}
+		if err := placement.Check(text); err != nil {
+			p.report(it.node, it.path, err.Error())
+			continue
+		}
+		if prev, dup := first[text]; dup {
+			p.report(it.node, it.path, duplicateMessage(fmt.Sprintf("placement %q", text), prev))
+			continue
+		}
+		first[text] = it.path
+		out = append(out, text)
+	}
+	return out
+}
+
+// toggle reads an on/off option; YAML's booleans are accepted too.
+func (p *parser) toggle(fd field) (string, bool) {
+	text, ok := p.scalar(item{fd.value, fd.path}, "on or off")
+	if !ok {
+		return "", false
+	}
+	switch strings.ToLower(strings.TrimSpace(text)) {
+	case "on", "true":
+		return "on", true
+	case "off", "false":
+		return "off", true
+	}
+	p.report(fd.value, fd.path, fmt.Sprintf("expected on or off, got %q", text))
+	return "", false
 }
 
 // check reports msg unless it is empty.
@@ -362,6 +411,13 @@ func (p *parser) topology(it item) (Topology, bool) {
 			good = false
 		} else {
 			t.MTU = mtu
+		}
+	}
+	for _, tg := range t.toggles() {
+		if fd, ok := f[tg.key]; ok && !isNull(fd.value) {
+			v, ok := p.toggle(fd)
+			good = good && ok
+			*tg.value = v
 		}
 	}
 	return t, good

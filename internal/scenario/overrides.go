@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"time"
+
+	"cnbench/internal/placement"
 )
 
 // Overrides are command-line settings that replace the file's; nil leaves
@@ -10,6 +12,8 @@ import (
 type Overrides struct {
 	Duration, Warmup *time.Duration
 	Samples          *int
+	// Placements replace the placement axis.
+	Placements []string
 }
 
 // Apply sets the overrides after checking them with the same rules as the
@@ -35,10 +39,22 @@ func (s *Spec) Apply(o Overrides) error {
 		samples = *o.Samples
 		check("--samples", checkSamples(samples))
 	}
+	seen := map[string]bool{}
+	for _, pl := range o.Placements {
+		if err := placement.Check(pl); err != nil {
+			check("--placement", err.Error())
+		} else if seen[pl] {
+			check("--placement", fmt.Sprintf("placement %q given twice", pl))
+		}
+		seen[pl] = true
+	}
 	if err := errs.err(); err != nil {
 		return err
 	}
 	s.Duration, s.Warmup, s.Samples = duration, warmup, samples
+	if len(o.Placements) > 0 {
+		s.Placements = o.Placements
+	}
 	return nil
 }
 

@@ -23,6 +23,9 @@ type Spec struct {
 	Topologies []Topology
 	Workloads  []Workload
 	Engines    []string
+	// Placements pin the engines to CPUs (see package placement); the
+	// default is [none].
+	Placements []string
 
 	// File is the path the spec was read from; empty for specs built from
 	// flags.
@@ -40,6 +43,21 @@ type Topology struct {
 	NICRateBPS int64
 	// MTU of the emulated NICs; 0 leaves the kernel default (1500).
 	MTU int
+	// Offloads of the emulated NICs and veths: "on", "off", or empty for
+	// the kernel's default.
+	GRO, GSO, TSO, TxChecksum string
+}
+
+// toggles are a topology's on/off options, in the order keys and files
+// list them.
+func (t *Topology) toggles() []struct {
+	key   string
+	value *string
+} {
+	return []struct {
+		key   string
+		value *string
+	}{{"gro", &t.GRO}, {"gso", &t.GSO}, {"tso", &t.TSO}, {"tx_checksum", &t.TxChecksum}}
 }
 
 // Workload is one entry of the workloads axis. Every list is an axis of its
@@ -59,13 +77,14 @@ type Vocabulary struct {
 }
 
 const (
-	defaultDuration = 10 * time.Second
-	defaultWarmup   = 2 * time.Second
-	defaultSamples  = 5
-	defaultEngine   = "native"
-	defaultFlows    = 1
-	defaultMsgSize  = 128 << 10
-	defaultRRSize   = 64
+	defaultDuration  = 10 * time.Second
+	defaultWarmup    = 2 * time.Second
+	defaultSamples   = 5
+	defaultEngine    = "native"
+	defaultPlacement = "none"
+	defaultFlows     = 1
+	defaultMsgSize   = 128 << 10
+	defaultRRSize    = 64
 )
 
 // Limits beyond which a value is almost certainly a typo rather than an

@@ -26,7 +26,7 @@ func (s *Spec) YAML() ([]byte, error) {
 
 	topologies := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, t := range s.Topologies {
-		if t.NICRate == "" && t.MTU == 0 {
+		if topologyKey(t) == t.Name {
 			topologies.Content = append(topologies.Content, scalarNode(t.Name))
 			continue
 		}
@@ -37,6 +37,11 @@ func (s *Spec) YAML() ([]byte, error) {
 		}
 		if t.MTU != 0 {
 			put(m, "mtu", scalarNode(t.MTU))
+		}
+		for _, tg := range t.toggles() {
+			if *tg.value != "" {
+				put(m, tg.key, scalarNode(*tg.value))
+			}
 		}
 		topologies.Content = append(topologies.Content, m)
 	}
@@ -59,6 +64,11 @@ func (s *Spec) YAML() ([]byte, error) {
 	}
 	put(doc, "workloads", workloads)
 	put(doc, "engines", listNode(s.Engines, scalarNode))
+	// No pinning is the only default that can never change, and leaving it
+	// out keeps the documents of runs from before placements as they were.
+	if pl := s.placements(); len(pl) != 1 || pl[0] != defaultPlacement {
+		put(doc, "placement", listNode(pl, scalarNode))
+	}
 
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
