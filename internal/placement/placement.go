@@ -36,7 +36,7 @@ const maxCPUs = 1024
 // ErrCannotHonour marks a placement this machine cannot give, such as
 // different_nodes on a single NUMA node; cases that ask for it are
 // skipped.
-var ErrCannotHonour = errors.New("this machine cannot honour the placement")
+var ErrCannotHonour = errors.New("cannot honour the placement")
 
 // Check reports whether s is a placement name or an explicit
 // "SENDER/RECEIVER" pair of CPU lists such as "0/1" or "0-3/4-7,9", and

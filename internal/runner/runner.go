@@ -93,6 +93,9 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 		return 0, err
 	}
 	cases := spec.Expand()
+	for i := range cases {
+		recordSettings(&cases[i])
+	}
 	if err := r.store.AddCases(run.ID, cases); err != nil {
 		return run.ID, err
 	}
@@ -161,7 +164,11 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 	if !ok {
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
-	if err := d.Available(); err != nil {
+	if err := d.Check(c.Topology); err != nil {
+		return err
+	}
+	senderCPUs, receiverCPUs, err := pinning(c.Params)
+	if err != nil {
 		return err
 	}
 	newDriver, ok := drivers[c.Engine]
@@ -171,11 +178,11 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 	if err := engineSupports(c.Engine, c.Workload); err != nil {
 		return err
 	}
-	rate, err := scenario.ParseRate(c.Params.NICRate)
-	if c.Params.NICRate != "" && err != nil {
-		return fmt.Errorf("nic_rate %q: %w", c.Params.NICRate, err)
+	opts, err := topoOptions(c.Params)
+	if err != nil {
+		return err
 	}
-	t, err := topo.Build(c.Topology, r.token, topo.Options{NICRateBPS: rate, MTU: c.Params.MTU})
+	t, err := topo.Build(c.Topology, r.token, opts)
 	if err != nil {
 		return err
 	}
@@ -186,6 +193,10 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, server.close(), client.close()) }()
+	if err := t.ApplyOffloads(); err != nil {
+		return err
+	}
+	server.cpus, client.cpus = receiverCPUs, senderCPUs
 	setup := driverSetup{
 		server: server, client: client, engineCommand: r.opts.EngineCommand,
 		expose: func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },

@@ -10,7 +10,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"cnbench/internal/cpu"
+	"cnbench/internal/placement"
 	"cnbench/internal/topo"
 )
 
@@ -22,6 +25,8 @@ type slot struct {
 	cgName string
 	hier   cpu.Hierarchy
 	env    []string
+	// cpus pins the slot's processes; nil leaves them to the scheduler.
+	cpus []int
 }
 
 func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string) (*slot, error) {
@@ -63,7 +68,7 @@ func (s *slot) start(command []string, configure func(*exec.Cmd) error) (*proc, 
 			return nil, fmt.Errorf("start %s in %s: %w", command[0], s.ep.NS.Name, err)
 		}
 	}
-	if err := s.ep.NS.Do(cmd.Start); err != nil {
+	if err := s.ep.NS.Do(func() error { return s.startPinned(cmd) }); err != nil {
 		return nil, fmt.Errorf("start %s in %s: %w", command[0], s.ep.NS.Name, err)
 	}
 	go func() {
@@ -74,6 +79,32 @@ func (s *slot) start(command []string, configure func(*exec.Cmd) error) (*proc, 
 		return nil, errors.Join(err, p.kill())
 	}
 	return p, nil
+}
+
+// startPinned starts cmd from the calling, locked thread with that
+// thread's CPU affinity narrowed to the slot's CPUs for the fork: the
+// child inherits the mask before it runs a single instruction, so every
+// thread it ever makes is pinned, with no window a later
+// sched_setaffinity would leave. The thread's own mask is restored after.
+//
+// Equivalent to: taskset -c CPUS COMMAND
+func (s *slot) startPinned(cmd *exec.Cmd) error {
+	if len(s.cpus) == 0 {
+		return cmd.Start()
+	}
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		return fmt.Errorf("read CPU affinity: %w", err)
+	}
+	set := placement.Set(s.cpus)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin to CPUs %s: %w", placement.FormatList(s.cpus), err)
+	}
+	startErr := cmd.Start()
+	if err := unix.SchedSetaffinity(0, &orig); err != nil {
+		return errors.Join(startErr, fmt.Errorf("restore CPU affinity: %w", err))
+	}
+	return startErr
 }
 
 // wait waits for the process to end by itself, at most limit.

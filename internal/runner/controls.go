@@ -1,0 +1,55 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/placement"
+	"cnbench/internal/scenario"
+	"cnbench/internal/topo"
+)
+
+// recordSettings fills in the settings a case resolves to on this
+// machine before it is stored: what its mode decides for itself (the OVS
+// datapath) and the CPUs its placement pins the engines to.
+func recordSettings(c *model.Case) {
+	if d, ok := mode.Lookup(c.Mode); ok && d.Record != nil {
+		d.Record(&c.Params)
+	}
+	if sender, receiver, err := pinning(c.Params); err == nil {
+		c.Params.SenderCPUs, c.Params.ReceiverCPUs = placement.FormatList(sender), placement.FormatList(receiver)
+	}
+}
+
+// pinning resolves a case's placement to the CPUs of the sender (the
+// client engine) and the receiver (the server engine); nil means not
+// pinned. A placement the machine cannot give makes the case skipped.
+func pinning(p model.Params) (sender, receiver []int, err error) {
+	if p.Placement == "" || p.Placement == placement.None {
+		return nil, nil, nil
+	}
+	m, err := placement.ReadMachine()
+	if err != nil {
+		return nil, nil, err
+	}
+	sender, receiver, err = placement.Resolve(p.Placement, m)
+	if errors.Is(err, placement.ErrCannotHonour) {
+		return nil, nil, fmt.Errorf("%w: %v", mode.ErrUnsupported, err)
+	}
+	return sender, receiver, err
+}
+
+// topoOptions are the host controls of a case.
+func topoOptions(p model.Params) (topo.Options, error) {
+	rate, err := scenario.ParseRate(p.NICRate)
+	if p.NICRate != "" && err != nil {
+		return topo.Options{}, fmt.Errorf("nic_rate %q: %w", p.NICRate, err)
+	}
+	return topo.Options{
+		NICRateBPS: rate,
+		MTU:        p.MTU,
+		Offloads:   topo.Offloads{GRO: p.GRO, GSO: p.GSO, TSO: p.TSO, TxChecksum: p.TxChecksum},
+	}, nil
+}

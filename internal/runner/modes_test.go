@@ -1,0 +1,215 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cnbench/internal/cleanup"
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/netns"
+	"cnbench/internal/placement"
+	"cnbench/internal/report"
+	"cnbench/internal/scenario"
+	"cnbench/internal/testutil"
+	"cnbench/internal/topo"
+)
+
+// TestEveryModeInEveryTopology runs every mode in chc, chhc (with host
+// controls set) and routed with one short sample each: each case must be
+// measured, or skipped with the reason the mode itself gives; the JSON
+// report must carry the settings; nothing of the run may be left.
+func TestEveryModeInEveryTopology(t *testing.T) {
+	r, st := newTestRunner(t)
+	spec, err := scenario.Parse("modes.yaml", []byte(`
+name: modes
+duration: 200ms
+warmup: 0s
+samples: 1
+modes: [`+strings.Join(mode.Names(), ", ")+`]
+topologies:
+  - chc
+  - {name: chhc, mtu: 9000, gro: off, gso: off, tso: off, tx_checksum: off}
+  - routed
+workloads: [tcp_stream]
+placement: same_node
+`), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(mode.Names()) * 3; len(res.Cases) != want {
+		t.Fatalf("%d cases, want %d", len(res.Cases), want)
+	}
+	measured := 0
+	for _, c := range res.Cases {
+		d, _ := mode.Lookup(c.Mode)
+		want := d.Check(c.Topology)
+		switch {
+		case want != nil && c.Status != model.StatusSkipped:
+			t.Errorf("%s: %s, want skipped because %v", c.Key, c.Status, want)
+		case want != nil && c.Reason != want.Error():
+			t.Errorf("%s: skipped because %q, want %q", c.Key, c.Reason, want)
+		case want == nil && c.Status != model.StatusOK:
+			t.Errorf("%s: %s %s", c.Key, c.Status, c.Reason)
+		case want == nil:
+			measured++
+			bps := c.Samples[0].Values[model.ThroughputBPS]
+			t.Logf("%-60s %8.0f Mbit/s", c.Key, bps/1e6)
+			if bps < 1e6 {
+				t.Errorf("%s: throughput %.0f bit/s", c.Key, bps)
+			}
+		}
+	}
+	if measured == 0 {
+		t.Fatal("no case was measured")
+	}
+
+	var buf bytes.Buffer
+	if err := report.Write(&buf, report.Build(res), "json"); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []struct {
+			Mode, Topology string
+			Params         map[string]any
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc.Cases {
+		p := c.Params
+		if p["placement"] != placement.SameNode || p["sender_cpus"] == nil || p["receiver_cpus"] == nil {
+			t.Errorf("%s/%s: placement not in the JSON params: %v", c.Mode, c.Topology, p)
+		}
+		if c.Topology == topo.CHHC && (p["gro"] != "off" || p["tso"] != "off" || p["tx_checksum"] != "off" || p["mtu"] != 9000.0) {
+			t.Errorf("%s/%s: host controls not in the JSON params: %v", c.Mode, c.Topology, p)
+		}
+		if d, _ := mode.Lookup(mode.OVS); c.Mode == mode.OVS && d.Available() == nil {
+			if dp := p["datapath"]; dp != mode.DatapathKernel && dp != mode.DatapathUserspace {
+				t.Errorf("ovs/%s: datapath %v in the JSON params", c.Topology, dp)
+			}
+		}
+	}
+	requireNothingLeft(t, r.Token())
+}
+
+// requireNothingLeft checks that no namespace, daemon record or process
+// of the run's token is left.
+func requireNothingLeft(t *testing.T, tok netns.Token) {
+	t.Helper()
+	if d, _ := cleanup.Daemons(tok); len(d) > 0 {
+		t.Errorf("daemon records left: %+v", d)
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err == nil && bytes.Contains(cmdline, []byte(tok.Name(""))) {
+			t.Errorf("process %s left: %s", p.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
+	left, _ := netns.List()
+	for _, n := range left {
+		if netns.TokenOf(n) == tok {
+			t.Errorf("namespace %s left", n)
+		}
+	}
+}
+
+// TestPlacementPinsAndSkips runs one case per placement: same_core must
+// pin both engines to one CPU, and what the machine cannot give must be
+// skipped with the reason.
+func TestPlacementPinsAndSkips(t *testing.T) {
+	r, st := newTestRunner(t)
+	m, err := placement.ReadMachine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := scenario.Parse("pin.yaml", []byte(`
+name: pin
+duration: 100ms
+warmup: 0s
+samples: 1
+modes: bridge
+topologies: chc
+workloads: tcp_rr
+placement: [same_core, different_cores, different_nodes]
+`), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Cases {
+		_, _, want := placement.Resolve(c.Params.Placement, m)
+		t.Logf("%s: %s %s sender %s receiver %s", c.Params.Placement, c.Status, c.Reason, c.Params.SenderCPUs, c.Params.ReceiverCPUs)
+		if want != nil {
+			if c.Status != model.StatusSkipped || !strings.Contains(c.Reason, want.Error()) {
+				t.Errorf("%s: %s %q, want skipped because %v", c.Params.Placement, c.Status, c.Reason, want)
+			}
+			continue
+		}
+		if c.Status != model.StatusOK {
+			t.Errorf("%s: %s %s", c.Params.Placement, c.Status, c.Reason)
+		}
+	}
+	if res.Cases[0].Params.SenderCPUs == "" || res.Cases[0].Params.SenderCPUs != res.Cases[0].Params.ReceiverCPUs {
+		t.Errorf("same_core recorded sender %q receiver %q", res.Cases[0].Params.SenderCPUs, res.Cases[0].Params.ReceiverCPUs)
+	}
+}
+
+// TestSlotPinsItsProcesses starts a process in a pinned slot and reads
+// the affinity the kernel gave it and its threads.
+func TestSlotPinsItsProcesses(t *testing.T) {
+	testutil.RequireRoot(t)
+	m, err := placement.ReadMachine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := topo.Scratch(netns.NewToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	ns, _, err := tp.NewNamespace("pin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := m[len(m)-1].ID
+	s := &slot{ep: &topo.Endpoint{Name: "pin", NS: ns}, cpus: []int{cpu}}
+	c := exec.Command("sleep", "5")
+	if err := s.ep.NS.Do(func() error { return s.startPinned(c) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	time.Sleep(50 * time.Millisecond)
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Cpus_allowed_list:\t" + strconv.Itoa(cpu) + "\n"
+	if !strings.Contains(string(status), want) {
+		t.Errorf("pinned process status lacks %q:\n%s", want, status)
+	}
+}
