@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -12,6 +14,8 @@ import (
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/placement"
 	"cnbench/internal/runner"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
@@ -55,6 +59,14 @@ is unsupported is stored as skipped with the same reason.`,
 			for _, t := range topo.Kinds {
 				fmt.Fprintf(w, "topology %s\t%s\n", t, verdict(nil))
 			}
+			if root {
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				if err := writeModeMatrix(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+			}
 			for _, wl := range runner.Workloads {
 				fmt.Fprintf(w, "workload %s\t%s\n", wl, verdict(nil))
 			}
@@ -72,6 +84,76 @@ is unsupported is stored as skipped with the same reason.`,
 			return w.Flush()
 		},
 	}
+}
+
+// writeModeMatrix shows, for every mode and topology, whether a case
+// would be measured, and the reason when not.
+func writeModeMatrix(out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "\nmode\\topology\t%s\n", strings.Join(topo.Kinds, "\t"))
+	var notes []string
+	for _, name := range mode.Names() {
+		d, _ := mode.Lookup(name)
+		row := []string{name}
+		for _, t := range topo.Kinds {
+			err := d.Check(t)
+			if err == nil {
+				cell := "ok"
+				if d.Record != nil {
+					var p model.Params
+					d.Record(&p)
+					if p.Datapath != "" {
+						cell += " (" + p.Datapath + ")"
+					}
+				}
+				row = append(row, cell)
+				continue
+			}
+			note := verdict(err)[len("no: "):]
+			i := slices.Index(notes, note)
+			if i < 0 {
+				notes = append(notes, note)
+				i = len(notes) - 1
+			}
+			row = append(row, fmt.Sprintf("no [%d]", i+1))
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for i, n := range notes {
+		fmt.Fprintf(out, "[%d] %s\n", i+1, n)
+	}
+	fmt.Fprintln(out)
+	return writePlacements(out)
+}
+
+// writePlacements shows the CPUs each named placement pins the sender and
+// the receiver to here, or why this machine cannot give it.
+func writePlacements(out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	m, err := placement.ReadMachine()
+	for _, p := range placement.Names {
+		if err == nil {
+			var s, r []int
+			if s, r, err = placement.Resolve(p, m); err == nil {
+				fmt.Fprintf(w, "placement %s\tok\tsender CPUs %s, receiver CPUs %s\n", p, orAny(placement.FormatList(s)), orAny(placement.FormatList(r)))
+				continue
+			}
+		}
+		fmt.Fprintf(w, "placement %s\t%s\n", p, verdict(err))
+		err = nil
+	}
+	fmt.Fprintln(w, "\t")
+	return w.Flush()
+}
+
+func orAny(cpus string) string {
+	if cpus == "" {
+		return "any"
+	}
+	return cpus
 }
 
 func verdict(err error) string {

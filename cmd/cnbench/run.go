@@ -42,6 +42,7 @@ type runFlags struct {
 	workloads        []string
 	flows            []string
 	msgSizes         []string
+	placements       []string
 	format           string
 	quiet            bool
 }
@@ -80,6 +81,8 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(runner.Workloads, ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
 	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
+	// Repeated rather than comma-separated: CPU lists hold commas.
+	fl.StringArrayVar(&f.placements, "placement", nil, "CPU placement of the engines, repeatable (replaces the scenario's): none, same_core, different_cores, same_node, different_nodes, or SENDER/RECEIVER CPU lists such as 0/1")
 	fl.StringVar(&f.format, "format", "table", "results format printed at the end: table, json, csv, markdown")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress")
 	return cmd
@@ -114,6 +117,7 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	if cmd.Flags().Changed("samples") {
 		o.Samples = &f.samples
 	}
+	o.Placements = f.placements
 	if err := spec.Apply(o); err != nil {
 		return nil, err
 	}
