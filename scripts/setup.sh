@@ -4,7 +4,7 @@
 # itself with, and the Go modules. Idempotent: installs only what is missing.
 set -euo pipefail
 
-packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium)
+packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium openvswitch-switch)
 
 missing=()
 for p in "${packages[@]}"; do
