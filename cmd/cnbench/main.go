@@ -22,6 +22,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2 // invalid input: nothing was created
+	exitRegression  = 3 // compare --fail-on-regression found one
 	exitInterrupted = 130
 )
 
@@ -90,5 +91,6 @@ cost against the native host baseline.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
 		newVersionCommand(), newEngineCommand(), newSuitesCommand())
+	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
 	return root
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -12,36 +13,35 @@ import (
 )
 
 func newReportCommand() *cobra.Command {
-	var db, format string
+	var db, format, out string
 	cmd := &cobra.Command{
 		Use:   "report [RUN]",
 		Short: "Print a stored run's results",
 		Long: `Report prints one row per case with the main metrics, their 95% confidence
 intervals, and the overhead against the host baseline of the same topology
-and workload. Without RUN, the latest run. JSON is the stable machine
-interface.`,
+and workload. Without RUN, the latest run; RUN may also be a file written
+by cnbench export. JSON is the stable machine interface. HTML is one
+self-contained page with every chart (see cnbench plot), for a browser.`,
 		Example: `  cnbench report
   cnbench report 3 --format json
-  cnbench report --format markdown > results.md`,
+  cnbench report --format markdown > results.md
+  cnbench report 3 --format html -o report.html
+  cnbench report run3.json --format html -o report.html`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := report.ParseFormat(format); err != nil {
 				return usageError(err)
 			}
-			st, err := store.Open(db)
+			res, err := loadRun(db, args)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			id, err := runID(st, args)
-			if err != nil {
-				return err
-			}
-			return printReport(cmd, st, id, format)
+			return writeOutput(cmd, out, func(w io.Writer) error { return report.Write(w, report.Build(res), format) })
 		},
 	}
 	cmd.Flags().StringVar(&db, "db", defaultDB, "SQLite database to read")
-	cmd.Flags().StringVar(&format, "format", "table", "table, json, csv or markdown")
+	cmd.Flags().StringVar(&format, "format", "table", "table, json, csv, markdown or html")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write (default: standard output)")
 	return cmd
 }
 

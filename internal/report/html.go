@@ -165,3 +165,6 @@ func fontFaceCSS() (template.CSS, error) {
 		"Liberation Sans", base64.StdEncoding.EncodeToString(raw.Bytes()))
 	return template.CSS(b.String()), nil
 }
+
+// NoChartReason says why a run has no chart of kind.
+func NoChartReason(kind string) string { return emptyReasons[kind] }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cnbench/internal/export"
+	"cnbench/internal/model"
+	"cnbench/internal/store"
+)
+
+func newExportCommand() *cobra.Command {
+	var db, out string
+	cmd := &cobra.Command{
+		Use:   "export [RUN]",
+		Short: "Write a stored run to one portable JSON file",
+		Long: `Export writes a run with every sample (latency histograms included), the
+scenario and the machine's fingerprint to one versioned JSON file. report,
+plot and compare accept such a file wherever they take a run number, so
+results travel without the database. Without RUN, the latest run; without
+-o, standard output. The format is described in docs/reports.md.`,
+		Example: `  cnbench export 3 -o run3.json
+  cnbench report run3.json --format html -o run3.html
+  cnbench compare run3.json 5`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := loadRun(db, args)
+			if err != nil {
+				return err
+			}
+			return writeOutput(cmd, out, func(w io.Writer) error { return export.Write(w, res, time.Now()) })
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", defaultDB, "SQLite database to read")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write (default: standard output)")
+	return cmd
+}
+
+// loadRun resolves a RUN argument: an export file, a run number in the
+// database, or, without an argument, the database's latest run.
+func loadRun(db string, args []string) (*model.RunResult, error) {
+	if len(args) == 1 && isExportFile(args[0]) {
+		return export.ReadFile(args[0])
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	id, err := runID(st, args)
+	if err != nil {
+		return nil, err
+	}
+	return st.LoadRun(id)
+}
+
+// isExportFile tells a file from a run number: run numbers are plain
+// digits, so anything else that names a file, or looks like one, is a file.
+func isExportFile(arg string) bool {
+	if strings.Trim(arg, "0123456789") == "" {
+		return false
+	}
+	_, err := os.Stat(arg)
+	return err == nil || strings.ContainsAny(arg, "./")
+}
+
+// writeOutput writes to the file named, or to stdout when the name is
+// empty or "-". A failed write leaves no partial file behind.
+func writeOutput(cmd *cobra.Command, path string, write func(io.Writer) error) error {
+	if path == "" || path == "-" {
+		return write(cmd.OutOrStdout())
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create output: %w", err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	return nil
+}
