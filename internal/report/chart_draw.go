@@ -98,7 +98,7 @@ func (b *groupedBars) Plot(c draw.Canvas, plt *plot.Plot) {
 			}
 			mid := trX((x0 + x1) / 2)
 			capW := min(vg.Points(4), (trX(x1)-trX(x0))/3)
-			lo, hi := trY(v.CI95Low), trY(v.CI95High)
+			lo, hi := trY(ciLow(v)), trY(v.CI95High)
 			sty := draw.LineStyle{Color: errBarGray, Width: vg.Points(1)}
 			c.StrokeLines(sty, c.ClipLinesY([]vg.Point{{X: mid, Y: lo}, {X: mid, Y: hi}})...)
 			c.StrokeLines(sty, c.ClipLinesY([]vg.Point{{X: mid - capW, Y: lo}, {X: mid + capW, Y: lo}})...)
@@ -117,12 +117,22 @@ func (b *groupedBars) DataRange() (xmin, xmax, ymin, ymax float64) {
 			}
 			lo, hi := v.Mean, v.Mean
 			if !b.noCI && v.N > 1 {
-				lo, hi = v.CI95Low, v.CI95High
+				lo, hi = ciLow(v), v.CI95High
 			}
 			ymin, ymax = math.Min(ymin, lo), math.Max(ymax, hi)
 		}
 	}
 	return xmin, xmax, ymin, ymax
+}
+
+// ciLow is the interval's lower end, cut at zero for a positive mean: a
+// rate or a latency cannot be negative, and a t interval from two samples
+// easily reaches below zero.
+func ciLow(s stats.Summary) float64 {
+	if s.Mean >= 0 {
+		return math.Max(s.CI95Low, 0)
+	}
+	return s.CI95Low
 }
 
 // groupTicks names the groups under their bars.
