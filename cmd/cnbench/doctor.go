@@ -71,7 +71,7 @@ is unsupported is stored as skipped with the same reason.`,
 				fmt.Fprintf(w, "workload %s\t%s\n", wl, verdict(nil))
 			}
 			for _, e := range runner.Engines {
-				fmt.Fprintf(w, "engine %s\t%s\n", e, verdict(nil))
+				fmt.Fprintf(w, "engine %s\t%s\n", e, verdict(runner.EngineAvailable(e)))
 			}
 			for _, tool := range []string{"iperf3", "sockperf", "ping", "netperf"} {
 				_, err := exec.LookPath(tool)

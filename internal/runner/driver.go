@@ -2,8 +2,12 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
 	"time"
 
 	"cnbench/internal/model"
@@ -51,11 +55,34 @@ type driverSetup struct {
 
 // drivers maps each engine name to its constructor.
 var drivers = map[string]func(ctx context.Context, s driverSetup, c model.Case) (driver, error){
-	"native": newNativeDriver,
+	"native":   newNativeDriver,
+	"iperf3":   newIperf3Driver,
+	"sockperf": newSockperfDriver,
 }
 
 // Engines that generate traffic, in the order doctor shows them.
-var Engines = []string{"native"}
+var Engines = []string{"native", "iperf3", "sockperf"}
+
+// engineWorkloads lists what each engine can run; "native" runs all.
+var engineWorkloads = map[string][]string{
+	"iperf3":   {"tcp_stream"},
+	"sockperf": {"tcp_rr"},
+}
+
+// errEngineCannot marks a case its engine cannot run; such a case is
+// skipped, like one whose mode the machine lacks.
+var errEngineCannot = errors.New("the engine cannot run this case")
+
+// EngineAvailable returns nil if the engine's program is installed.
+func EngineAvailable(engine string) error {
+	if engine == "native" {
+		return nil
+	}
+	if _, err := exec.LookPath(engine); err != nil {
+		return fmt.Errorf("%w: %s is not installed", errEngineCannot, engine)
+	}
+	return nil
+}
 
 // Workloads the runner can measure.
 var Workloads = []string{"tcp_stream", "tcp_rr"}
@@ -65,6 +92,12 @@ var Workloads = []string{"tcp_stream", "tcp_rr"}
 func engineSupports(engine, workload string) error {
 	if _, ok := drivers[engine]; !ok {
 		return fmt.Errorf("unknown engine %q", engine)
+	}
+	if err := EngineAvailable(engine); err != nil {
+		return err
+	}
+	if can, listed := engineWorkloads[engine]; listed && !slices.Contains(can, workload) {
+		return fmt.Errorf("%w: %s does not run %s (it runs %s)", errEngineCannot, engine, workload, strings.Join(can, ", "))
 	}
 	return nil
 }

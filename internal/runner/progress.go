@@ -3,56 +3,155 @@ package runner
 import (
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/mattn/go-isatty"
 
 	"cnbench/internal/model"
 )
 
-// progress prints one plain line per step to stderr, with the case's
-// place in the run and an estimate of the time left.
+// progress reports a run's steps on stderr. On a terminal it keeps one
+// status line up to date (case k of n, sample, elapsed, ETA) and prints
+// a permanent line per finished case; elsewhere (a log file, CI) it
+// prints one plain line per step, since carriage returns would garble it.
 type progress struct {
 	w       io.Writer
+	live    bool
 	total   int
 	done    int
 	left    time.Duration // expected time of the cases not started yet
 	planned time.Duration // expected time of the cases finished
 	started time.Time
 	caseAt  time.Time
+
+	mu     sync.Mutex // guards the status line against the ticker
+	status string     // what the status line shows after its clock
+	ticker *time.Ticker
+	stop   chan struct{}
 }
 
 // setupAllowance is a rough cost of building and tearing down a case's
 // topology, for the estimate.
 const setupAllowance = 300 * time.Millisecond
 
+// statusWidth keeps the status line short enough not to wrap, which
+// would break redrawing it in place.
+const statusWidth = 110
+
 func expected(c *model.Case) time.Duration {
 	return time.Duration(c.Params.WarmupMS+int64(c.Params.Samples)*c.Params.DurationMS)*time.Millisecond + setupAllowance
 }
 
 func newProgress(w io.Writer, cases []model.Case) *progress {
-	p := &progress{w: w, total: len(cases), started: time.Now()}
+	p := &progress{w: w, total: len(cases), started: time.Now(), live: isTerminal(w)}
 	for i := range cases {
 		p.left += expected(&cases[i])
 	}
 	return p
 }
 
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// printf prints a permanent line.
 func (p *progress) printf(format string, args ...any) {
 	if p == nil || p.w == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live {
+		// Run-level lines come before the first case and after the last:
+		// no status line to keep.
+		p.stopTicker()
+		io.WriteString(p.w, "\r\x1b[K")
+	}
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
+// step reports a step within a case: a plain line, or the status line.
+func (p *progress) step(c *model.Case, what string) {
+	if p == nil || p.w == nil {
+		return
+	}
+	if !p.live {
+		fmt.Fprintf(p.w, "[%d/%d]   %s\n", p.done+1, p.total, what)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.status = what
+	p.redraw(c)
+}
+
+// redraw writes the status line; p.mu must be held.
+func (p *progress) redraw(c *model.Case) {
+	line := fmt.Sprintf("[%d/%d] %s  %s  %s, eta %s", p.done+1, p.total, c.Key, p.status,
+		time.Since(p.caseAt).Round(time.Second), p.eta(c).Round(time.Second))
+	if r := []rune(line); len(r) > statusWidth {
+		line = string(r[:statusWidth-1]) + "…"
+	}
+	io.WriteString(p.w, "\r\x1b[K"+line)
+}
+
 func (p *progress) startCase(c *model.Case) {
+	if p == nil {
+		return
+	}
 	p.caseAt = time.Now()
 	p.left -= expected(c)
-	p.printf("[%d/%d] %s (eta %s)", p.done+1, p.total, c.Key, p.eta(c).Round(time.Second))
+	if p.w == nil {
+		return
+	}
+	if !p.live {
+		fmt.Fprintf(p.w, "[%d/%d] %s (eta %s)\n", p.done+1, p.total, c.Key, p.eta(c).Round(time.Second))
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.status = "setting up"
+	p.redraw(c)
+	// The clock and ETA tick on during a long sample, which would
+	// otherwise look like a hang.
+	p.stopTicker()
+	p.ticker, p.stop = time.NewTicker(time.Second), make(chan struct{})
+	go p.tick(c, p.ticker, p.stop)
+}
+
+func (p *progress) tick(c *model.Case, t *time.Ticker, stop chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			select {
+			case <-stop: // stopped while waiting for the lock
+			default:
+				p.redraw(c)
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// stopTicker ends the case's ticker; p.mu must be held.
+func (p *progress) stopTicker() {
+	if p.ticker != nil {
+		p.ticker.Stop()
+		close(p.stop)
+		p.ticker, p.stop = nil, nil
+	}
 }
 
 // eta is the time left: this case's remaining part plus the rest, scaled
 // by how the run's real pace compares with the plan so far.
 func (p *progress) eta(c *model.Case) time.Duration {
-	rest := expected(c) + p.left
+	rest := max(expected(c)-time.Since(p.caseAt), 0) + p.left
 	if p.planned <= 0 {
 		return rest
 	}
@@ -61,33 +160,60 @@ func (p *progress) eta(c *model.Case) time.Duration {
 }
 
 func (p *progress) phase(c *model.Case, what string) {
-	p.printf("[%d/%d]   %s", p.done+1, p.total, what)
+	p.step(c, what)
 }
 
 func (p *progress) sample(c *model.Case, i int) {
-	p.printf("[%d/%d]   sample %d/%d", p.done+1, p.total, i+1, c.Params.Samples)
+	p.step(c, fmt.Sprintf("sample %d/%d", i+1, c.Params.Samples))
 }
 
 func (p *progress) sampleDone(c *model.Case, s model.Sample) {
-	m := model.PrimaryMetric(c.Workload)
-	v, ok := s.Values[m]
-	if !ok {
-		return
-	}
-	switch m {
-	case model.ThroughputBPS:
-		p.printf("[%d/%d]     %.2f Gbit/s", p.done+1, p.total, v/1e9)
-	default:
-		p.printf("[%d/%d]     %.0f tx/s, p99 %.1f us", p.done+1, p.total, v, s.Values[model.LatencyP99US])
+	if result := sampleResult(c, s); result != "" {
+		if p.live {
+			p.step(c, fmt.Sprintf("sample %d/%d: %s", s.Index+1, c.Params.Samples, result))
+			return
+		}
+		p.step(c, "  "+result)
 	}
 }
 
+// sampleResult is a sample's primary metric, as people read it.
+func sampleResult(c *model.Case, s model.Sample) string {
+	m := model.PrimaryMetric(c.Workload)
+	v, ok := s.Values[m]
+	if !ok {
+		return ""
+	}
+	if m == model.ThroughputBPS {
+		return fmt.Sprintf("%.2f Gbit/s", v/1e9)
+	}
+	return fmt.Sprintf("%.0f tx/s, p99 %.1f us", v, s.Values[model.LatencyP99US])
+}
+
 func (p *progress) endCase(c *model.Case, status model.Status, reason string) {
-	p.done++
-	p.planned += expected(c)
-	if reason != "" {
-		p.printf("[%d/%d]   %s: %s (%s)", p.done, p.total, status, reason, time.Since(p.caseAt).Round(100*time.Millisecond))
+	if p == nil {
 		return
 	}
-	p.printf("[%d/%d]   %s (%s)", p.done, p.total, status, time.Since(p.caseAt).Round(100*time.Millisecond))
+	p.done++
+	p.planned += expected(c)
+	if p.w == nil {
+		return
+	}
+	took := time.Since(p.caseAt).Round(100 * time.Millisecond)
+	outcome := string(status)
+	if reason != "" {
+		outcome += ": " + reason
+	}
+	if !p.live {
+		fmt.Fprintf(p.w, "[%d/%d]   %s (%s)\n", p.done, p.total, outcome, took)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopTicker()
+	last := strings.TrimPrefix(p.status, "sample ")
+	if _, result, ok := strings.Cut(last, ": "); ok && status == model.StatusOK {
+		outcome += ", last sample " + result
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K[%d/%d] %s  %s (%s)\n", p.done, p.total, c.Key, outcome, took)
 }

@@ -140,7 +140,7 @@ func (r *Runner) runCase(ctx context.Context, c *model.Case) error {
 	switch {
 	case errors.As(err, &storeErr):
 		return storeErr.err
-	case errors.Is(err, mode.ErrUnsupported):
+	case errors.Is(err, mode.ErrUnsupported), errors.Is(err, errEngineCannot):
 		status, reason = model.StatusSkipped, err.Error()
 	case ctx.Err() != nil:
 		status, reason = model.StatusPending, "interrupted"

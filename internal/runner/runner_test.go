@@ -203,3 +203,74 @@ func (c cancelOn) Write(p []byte) (int, error) {
 	}
 	return c.testWriter.Write(p)
 }
+
+// TestExternalEnginesSideBySide runs the same cases with the native engine,
+// iperf3 and sockperf; each engine measures what it can and skips the rest
+// with a reason.
+func TestExternalEnginesSideBySide(t *testing.T) {
+	testutil.RequireTool(t, "iperf3")
+	testutil.RequireTool(t, "sockperf")
+	r, st := newTestRunner(t)
+	spec, err := scenario.Parse("engines.yaml", []byte(`
+name: engines
+duration: 1s
+warmup: 0s
+samples: 2
+modes: [bridge, nat]
+topologies: [chc]
+workloads: [tcp_stream, tcp_rr]
+engines: [native, iperf3, sockperf]
+`), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := map[string]float64{}
+	for _, c := range res.Cases {
+		want := model.StatusOK
+		if (c.Engine == "iperf3" && c.Workload != "tcp_stream") || (c.Engine == "sockperf" && c.Workload != "tcp_rr") {
+			want = model.StatusSkipped
+		}
+		if c.Status != want {
+			t.Errorf("%s: %s (%s), want %s", c.Key, c.Status, c.Reason, want)
+			continue
+		}
+		if want == model.StatusSkipped {
+			if !strings.Contains(c.Reason, "does not run") {
+				t.Errorf("%s: skip reason %q does not say why", c.Key, c.Reason)
+			}
+			continue
+		}
+		v := c.Samples[0].Values
+		key := c.Mode + "/" + c.Workload + "/" + c.Engine
+		// The better of two samples: one stray outlier on a shared
+		// machine says nothing about the engines.
+		for _, s := range c.Samples {
+			measured[key] = max(measured[key], s.Values[model.PrimaryMetric(c.Workload)])
+		}
+		if c.Workload == "tcp_rr" && !(v[model.LatencyP50US] > 0 && v[model.LatencyP99US] >= v[model.LatencyP50US]) {
+			t.Errorf("%s: latency percentiles %v", c.Key, v)
+		}
+		if v[model.CPUSenderPct] <= 0 || v[model.CPUReceiverPct] <= 0 {
+			t.Errorf("%s: no CPU accounted to the external tool: %v", c.Key, v)
+		}
+	}
+	t.Logf("side by side: %v", measured)
+	// Same path, same machine: engines agree within a factor of three even
+	// on a busy machine; closer agreement is the bench's business.
+	for _, m := range []string{"bridge", "nat"} {
+		for _, pair := range [][2]string{{"tcp_stream/native", "tcp_stream/iperf3"}, {"tcp_rr/native", "tcp_rr/sockperf"}} {
+			a, b := measured[m+"/"+pair[0]], measured[m+"/"+pair[1]]
+			if a <= 0 || b <= 0 || a/b > 3 || b/a > 3 {
+				t.Errorf("%s: %s %.0f vs %s %.0f", m, pair[0], a, pair[1], b)
+			}
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cnbench/internal/model"
+)
+
+func progressCases() []model.Case {
+	p := model.Params{Samples: 2, DurationMS: 1000}
+	return []model.Case{
+		{Key: "host/chc/tcp_stream", Workload: "tcp_stream", Params: p},
+		{Key: "bridge/chc/tcp_stream", Workload: "tcp_stream", Params: p},
+	}
+}
+
+// drive walks a progress through a run of two cases, the second skipped.
+func drive(p *progress, cases []model.Case) {
+	p.printf("run 1: scenario %q, %d cases", "x", len(cases))
+	p.startCase(&cases[0])
+	for i := range 2 {
+		p.sample(&cases[0], i)
+		p.sampleDone(&cases[0], model.Sample{Index: i, Values: map[string]float64{model.ThroughputBPS: 9.5e9}})
+	}
+	p.endCase(&cases[0], model.StatusOK, "")
+	p.startCase(&cases[1])
+	p.endCase(&cases[1], model.StatusSkipped, "bridge: not available")
+	p.printf("run 1 done")
+}
+
+func TestProgressPlainLines(t *testing.T) {
+	var b bytes.Buffer
+	cases := progressCases()
+	drive(newProgress(&b, cases), cases)
+	out := b.String()
+	if strings.ContainsAny(out, "\r\x1b") {
+		t.Errorf("plain output holds terminal controls: %q", out)
+	}
+	for _, want := range []string{"[1/2] host/chc/tcp_stream (eta ", "[1/2]   sample 2/2", "[1/2]     9.50 Gbit/s",
+		"[2/2]   skipped: bridge: not available", "run 1 done"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestProgressStatusLine(t *testing.T) {
+	var b bytes.Buffer
+	cases := progressCases()
+	p := newProgress(&b, cases)
+	p.live = true // a terminal, as far as the test is concerned
+	drive(p, cases)
+	out := b.String()
+	if !strings.Contains(out, "\r\x1b[K[1/2] host/chc/tcp_stream  sample 2/2: 9.50 Gbit/s") {
+		t.Errorf("no status line for the sample:\n%q", out)
+	}
+	// Finished cases stay on screen, one line each.
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.LastIndex(l, "\r\x1b[K"); i >= 0 {
+			l = l[i+len("\r\x1b[K"):]
+		}
+		lines = append(lines, l)
+	}
+	want := []string{`run 1: scenario "x", 2 cases`, "[1/2] host/chc/tcp_stream  ok, last sample 9.50 Gbit/s (",
+		"[2/2] bridge/chc/tcp_stream  skipped: bridge: not available (", "run 1 done", ""}
+	if len(lines) != len(want) {
+		t.Fatalf("permanent lines = %q, want %d", lines, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("line %d = %q, want it to start %q", i, lines[i], want[i])
+		}
+	}
+	if p.ticker != nil {
+		t.Error("ticker still running after the run")
+	}
+}
+
+func TestProgressTicksDuringACase(t *testing.T) {
+	var b syncBuffer
+	cases := progressCases()
+	p := newProgress(&b, cases)
+	p.live = true
+	p.startCase(&cases[0])
+	time.Sleep(2500 * time.Millisecond)
+	p.endCase(&cases[0], model.StatusOK, "")
+	if n := strings.Count(b.String(), "[1/2] host/chc/tcp_stream  setting up"); n < 3 {
+		t.Errorf("status line drawn %d times in 2.5 s, want the first and one a second", n)
+	}
+}
+
+func TestProgressSilentWithoutWriter(t *testing.T) {
+	cases := progressCases()
+	drive(newProgress(nil, cases), cases) // must not panic
+	var p *progress
+	drive(p, cases)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
