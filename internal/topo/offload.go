@@ -78,13 +78,15 @@ func SetOffloads(ns *netns.NS, o Offloads, links ...string) error {
 }
 
 func setFeatures(e *ethtool.Ethtool, link string, want map[string]bool) error {
-	names, err := e.FeatureNames(link)
+	states, err := e.FeaturesWithState(link)
 	if err != nil {
 		return fmt.Errorf("features of %s: %w", link, err)
 	}
+	// A device lists features it can never change (veth's
+	// tx-checksum-ipv4); only the changeable ones are its switches.
 	change := map[string]bool{}
 	for f, on := range want {
-		if _, ok := names[f]; ok {
+		if st, ok := states[f]; ok && st.Available && !st.NeverChanged {
 			change[f] = on
 		}
 	}
