@@ -53,7 +53,9 @@ func SegmentPrefix(host int) netip.Prefix {
 func SegmentHostAddr(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(host), 253}) }
 
 // SegmentRouterAddr is the router's address on host i's segment.
-func SegmentRouterAddr(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(host), 254}) }
+func SegmentRouterAddr(host int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 18, byte(host), 254})
+}
 
 // OverlaySubnet is the one subnet overlay endpoints share across hosts.
 var OverlaySubnet = netip.MustParsePrefix("198.19.240.0/20")
