@@ -1,0 +1,168 @@
+// Command enginevs measures cnbench's native engine against iperf3 and
+// sockperf on the same paths, in one run, and prints the ratios of their
+// medians:
+//
+//   - tcp_stream throughput, native / iperf3 (target >= 0.95)
+//   - CPU-seconds per GB, native / iperf3 (target <= 1.10)
+//   - tcp_rr mean round trip, native / sockperf ping-pong (target <= 1.10)
+//
+// Run it as root on a quiet machine: go run ./bench/enginevs
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"cnbench/internal/engine"
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/runner"
+	"cnbench/internal/scenario"
+	"cnbench/internal/store"
+	"cnbench/internal/topo"
+)
+
+func main() {
+	// This binary is also the native engine the runner starts.
+	if len(os.Args) > 1 && os.Args[1] == "engine" {
+		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	modes := flag.String("modes", "host,veth,bridge,macvlan", "modes to compare on (host in chc is loopback)")
+	samples := flag.Int("samples", 5, "samples per case; ratios use their medians")
+	duration := flag.Duration("duration", 5*time.Second, "length of each sample (whole seconds: the tools need them)")
+	db := flag.String("db", "", "keep the results in this database (default: a temporary one)")
+	flag.Parse()
+	if err := run(*modes, *samples, *duration, *db); err != nil {
+		fmt.Fprintln(os.Stderr, "enginevs:", err)
+		os.Exit(1)
+	}
+}
+
+func run(modes string, samples int, duration time.Duration, db string) error {
+	if db == "" {
+		dir, err := os.MkdirTemp("", "cnb-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		db = filepath.Join(dir, "bench.db")
+	}
+	doc := fmt.Sprintf(`
+name: enginevs
+description: the native engine against iperf3 and sockperf on the same paths
+duration: %dms
+warmup: 1s
+samples: %d
+modes: [%s]
+topologies: [chc]
+workloads:
+  - {type: tcp_stream, flows: 1, msg_size: 128K}
+  - {type: tcp_rr, request_size: 64, response_size: 64}
+engines: [native, iperf3, sockperf]
+`, duration.Milliseconds(), samples, modes)
+	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
+		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: runner.Workloads, Engines: runner.Engines,
+	})
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, err := runner.New(st, runner.Options{EngineCommand: []string{self, "engine"}, Progress: os.Stderr})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	id, err := r.Run(ctx, spec)
+	if err != nil {
+		return err
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		return err
+	}
+	printRatios(res, strings.Split(modes, ","))
+	return nil
+}
+
+// median of the metric over a case's samples, or 0 if the case has none.
+func median(res *model.RunResult, mode, workload, engine, metric string) float64 {
+	for _, c := range res.Cases {
+		if c.Mode != mode || c.Workload != workload || c.Engine != engine || c.Status != model.StatusOK {
+			continue
+		}
+		var xs []float64
+		for _, s := range c.Samples {
+			if v, ok := s.Values[metric]; ok {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 {
+			return 0
+		}
+		sort.Float64s(xs)
+		if n := len(xs); n%2 == 0 {
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		return xs[len(xs)/2]
+	}
+	return 0
+}
+
+func printRatios(res *model.RunResult, modes []string) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "mode\tnative Gbit/s\tiperf3 Gbit/s\tthroughput ratio (>=0.95)\tnative s/GB\tiperf3 s/GB\tcpu ratio (<=1.10)\tnative rtt us\tsockperf rtt us\tlatency ratio (<=1.10)\t\n")
+	for _, m := range modes {
+		tn := median(res, m, "tcp_stream", "native", model.ThroughputBPS)
+		ti := median(res, m, "tcp_stream", "iperf3", model.ThroughputBPS)
+		cn := median(res, m, "tcp_stream", "native", model.CPUSPerGB)
+		ci := median(res, m, "tcp_stream", "iperf3", model.CPUSPerGB)
+		ln := median(res, m, "tcp_rr", "native", model.LatencyMeanUS)
+		ls := median(res, m, "tcp_rr", "sockperf", model.LatencyMeanUS)
+		fmt.Fprintf(w, "%s\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t%s\t%.1f\t%.1f\t%s\t\n", label(m),
+			tn/1e9, ti/1e9, ratio(tn, ti, 0.95, true), cn, ci, ratio(cn, ci, 1.10, false), ln, ls, ratio(ln, ls, 1.10, false))
+	}
+	w.Flush()
+	fmt.Printf("medians of %d samples per engine; run %d, %s\n", res.Cases[0].Params.Samples, res.Run.ID, res.Run.Env.CPUModel)
+}
+
+func label(m string) string {
+	if m == "host" {
+		return "loopback"
+	}
+	return m
+}
+
+func ratio(a, b, target float64, atLeast bool) string {
+	if a <= 0 || b <= 0 {
+		return "n/a"
+	}
+	r := a / b
+	ok := (atLeast && r >= target) || (!atLeast && r <= target)
+	verdict := "ok"
+	if !ok {
+		verdict = "MISS"
+	}
+	return fmt.Sprintf("%.3f %s", r, verdict)
+}
