@@ -102,6 +102,8 @@ func (p *progress) startCase(c *model.Case) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.caseAt = time.Now()
 	p.left -= expected(c)
 	if p.w == nil {
@@ -111,8 +113,6 @@ func (p *progress) startCase(c *model.Case) {
 		fmt.Fprintf(p.w, "[%d/%d] %s (eta %s)\n", p.done+1, p.total, c.Key, p.eta(c).Round(time.Second))
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.status = "setting up"
 	p.redraw(c)
 	// The clock and ETA tick on during a long sample, which would
@@ -168,6 +168,9 @@ func (p *progress) sample(c *model.Case, i int) {
 }
 
 func (p *progress) sampleDone(c *model.Case, s model.Sample) {
+	if p == nil {
+		return
+	}
 	if result := sampleResult(c, s); result != "" {
 		if p.live {
 			p.step(c, fmt.Sprintf("sample %d/%d: %s", s.Index+1, c.Params.Samples, result))
@@ -194,6 +197,9 @@ func (p *progress) endCase(c *model.Case, status model.Status, reason string) {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopTicker()
 	p.done++
 	p.planned += expected(c)
 	if p.w == nil {
@@ -208,9 +214,6 @@ func (p *progress) endCase(c *model.Case, status model.Status, reason string) {
 		fmt.Fprintf(p.w, "[%d/%d]   %s (%s)\n", p.done, p.total, outcome, took)
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stopTicker()
 	last := strings.TrimPrefix(p.status, "sample ")
 	if _, result, ok := strings.Cut(last, ": "); ok && status == model.StatusOK {
 		outcome += ", last sample " + result
