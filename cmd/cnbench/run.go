@@ -45,6 +45,10 @@ type runFlags struct {
 	placements       []string
 	format           string
 	quiet            bool
+	order            string
+	seed             int64
+	targetCI         float64
+	maxSamples       int
 }
 
 func newRunCommand() *cobra.Command {
@@ -85,6 +89,10 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.StringArrayVar(&f.placements, "placement", nil, "CPU placement of the engines, repeatable (replaces the scenario's): none, same_core, different_cores, same_node, different_nodes, or SENDER/RECEIVER CPU lists such as 0/1")
 	fl.StringVar(&f.format, "format", "table", "results format printed at the end: table, json, csv, markdown")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress")
+	fl.StringVar(&f.order, "order", runner.OrderShuffled, "order of the cases: shuffled (seed recorded) or sequential")
+	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled order, to repeat one (0 picks one)")
+	fl.Float64Var(&f.targetCI, "target-ci", 0, "keep sampling each case until its 95% confidence interval is within PCT % of the mean")
+	fl.IntVar(&f.maxSamples, "max-samples", 30, "most samples per case with --target-ci")
 	return cmd
 }
 
@@ -123,6 +131,12 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	}
 	if _, err := report.ParseFormat(f.format); err != nil {
 		return nil, usageError(err)
+	}
+	if f.order != runner.OrderShuffled && f.order != runner.OrderSequential {
+		return nil, usageError(fmt.Errorf("--order: expected %s or %s, got %q", runner.OrderShuffled, runner.OrderSequential, f.order))
+	}
+	if f.targetCI < 0 || f.targetCI > 100 || f.maxSamples < 1 || f.maxSamples > 1000 {
+		return nil, usageError(errors.New("--target-ci must be within 0..100 and --max-samples within 1..1000"))
 	}
 	return spec, nil
 }
@@ -165,7 +179,7 @@ func runScenario(cmd *cobra.Command, spec *scenario.Spec, f runFlags) error {
 		return err
 	}
 	defer st.Close()
-	opts := runner.Options{}
+	opts := runner.Options{Order: f.order, Seed: f.seed, TargetCIPct: f.targetCI, MaxSamples: f.maxSamples}
 	if !f.quiet {
 		opts.Progress = cmd.ErrOrStderr()
 	}

@@ -45,6 +45,13 @@ type Params struct {
 	DurationMS   int64  `json:"duration_ms,omitempty"`
 	WarmupMS     int64  `json:"warmup_ms,omitempty"`
 	Samples      int    `json:"samples,omitempty"`
+	// With a target confidence interval, sampling goes on past Samples
+	// until the primary metric's 95% interval half-width is within
+	// TargetCIPct % of its mean, or MaxSamples are taken; StoppedBy says
+	// which ("target_ci" or "max_samples").
+	TargetCIPct float64 `json:"target_ci_pct,omitempty"`
+	MaxSamples  int     `json:"max_samples,omitempty"`
+	StoppedBy   string  `json:"stopped_by,omitempty"`
 }
 
 // Comparable is p without what only one mode records, such as the OVS

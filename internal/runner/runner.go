@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/scenario"
+	"cnbench/internal/stats"
 	"cnbench/internal/store"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
@@ -33,7 +36,24 @@ type Options struct {
 	EngineEnv []string
 	// Progress receives one line per step; nil for silence.
 	Progress io.Writer
+	// Order is "shuffled" (the default) or "sequential". Shuffling keeps
+	// drift over a long sweep from passing for a difference between
+	// cases; Seed makes a shuffle repeatable (0 picks one, which the run
+	// records).
+	Order string
+	Seed  int64
+	// TargetCIPct, when positive, keeps sampling a case past its samples
+	// until the primary metric's 95% confidence interval is within this
+	// percentage of the mean, or MaxSamples are taken.
+	TargetCIPct float64
+	MaxSamples  int
 }
+
+// Orders of cases.
+const (
+	OrderShuffled   = "shuffled"
+	OrderSequential = "sequential"
+)
 
 // Runner runs scenarios into a store.
 type Runner struct {
@@ -82,7 +102,12 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	seed := r.opts.Seed
+	if seed == 0 {
+		seed = rand.Int64()
+	}
 	run := &model.Run{
+		Seed:        seed,
 		Scenario:    spec.Name,
 		ScenarioDoc: string(doc),
 		Started:     time.Now(),
@@ -95,14 +120,22 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	cases := spec.Expand()
 	for i := range cases {
 		recordSettings(&cases[i])
+		if r.opts.TargetCIPct > 0 {
+			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
+			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
+		}
 	}
 	if err := r.store.AddCases(run.ID, cases); err != nil {
 		return run.ID, err
 	}
 	r.prog = newProgress(r.opts.Progress, cases)
 	r.prog.printf("run %d: scenario %q, %d cases, token %s", run.ID, spec.Name, len(cases), r.token)
+	order := r.order(len(cases), seed)
+	if r.opts.Order != OrderSequential {
+		r.prog.printf("cases in shuffled order (seed %d; --order sequential to keep the scenario's)", seed)
+	}
 	var runErr error
-	for i := range cases {
+	for _, i := range order {
 		if ctx.Err() != nil {
 			break
 		}
@@ -213,7 +246,18 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	for i := 0; i < c.Params.Samples; i++ {
+	var primary []float64
+	for i := 0; ; i++ {
+		stop, stoppedBy := enoughSamples(c.Params, i, primary)
+		if stop {
+			if stoppedBy != "" {
+				c.Params.StoppedBy = stoppedBy
+				if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+					return &storeError{err}
+				}
+			}
+			break
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -226,6 +270,7 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 		if err := r.store.AddSample(c.ID, s); err != nil {
 			return &storeError{err}
 		}
+		primary = append(primary, s.Values[model.PrimaryMetric(c.Workload)])
 		r.prog.sampleDone(c, s)
 	}
 	return nil
@@ -249,4 +294,35 @@ func (r *Runner) placeEndpoints(t *topo.Topology, m mode.Mode) (server, client *
 		return nil, nil, errors.Join(err, server.close())
 	}
 	return server, client, nil
+}
+
+// order is the sequence the cases run in.
+func (r *Runner) order(n int, seed int64) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	if r.opts.Order != OrderSequential {
+		rng := rand.New(rand.NewPCG(uint64(seed), 0))
+		rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+	}
+	return idx
+}
+
+// enoughSamples decides, before sample n, whether a case has been sampled
+// enough, and why when a target interval was set.
+func enoughSamples(p model.Params, n int, primary []float64) (bool, string) {
+	if p.TargetCIPct <= 0 {
+		return n >= p.Samples, ""
+	}
+	if n >= max(p.Samples, 2) {
+		s := stats.Summarize(primary)
+		if s.Mean != 0 && 100*s.CIHalfWidth()/math.Abs(s.Mean) <= p.TargetCIPct {
+			return true, "target_ci"
+		}
+	}
+	if n >= p.MaxSamples {
+		return true, "max_samples"
+	}
+	return false, ""
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,6 +168,7 @@ workloads: [tcp_stream]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r.opts.Progress = cancelOn{testWriter{t}, "[2/2]   sample 1/2", cancel}
+	r.opts.Order = OrderSequential
 	started := time.Now()
 	id, err := r.Run(ctx, spec)
 	if time.Since(started) > 2*time.Second {
@@ -272,5 +274,49 @@ engines: [native, iperf3, sockperf]
 				t.Errorf("%s: %s %.0f vs %s %.0f", m, pair[0], a, pair[1], b)
 			}
 		}
+	}
+}
+
+func TestShuffledOrderIsRepeatable(t *testing.T) {
+	r := &Runner{}
+	a, b := r.order(50, 42), r.order(50, 42)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatal("the same seed gave two orders")
+	}
+	if fmt.Sprint(a) == fmt.Sprint(r.order(50, 43)) {
+		t.Fatal("two seeds gave the same order")
+	}
+	seen := map[int]bool{}
+	for _, i := range a {
+		seen[i] = true
+	}
+	if len(seen) != 50 {
+		t.Fatalf("shuffle lost cases: %v", a)
+	}
+	r.opts.Order = OrderSequential
+	if got := r.order(3, 42); fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("sequential order %v", got)
+	}
+}
+
+func TestEnoughSamples(t *testing.T) {
+	fixed := model.Params{Samples: 3}
+	if stop, _ := enoughSamples(fixed, 2, nil); stop {
+		t.Error("stopped before the third of three samples")
+	}
+	if stop, why := enoughSamples(fixed, 3, nil); !stop || why != "" {
+		t.Errorf("after three of three: stop %v why %q", stop, why)
+	}
+	target := model.Params{Samples: 2, TargetCIPct: 1, MaxSamples: 6}
+	tight := []float64{100, 100.1, 99.9}
+	if stop, why := enoughSamples(target, 3, tight); !stop || why != "target_ci" {
+		t.Errorf("tight samples: stop %v why %q", stop, why)
+	}
+	loose := []float64{100, 150, 60, 120, 80}
+	if stop, _ := enoughSamples(target, 5, loose); stop {
+		t.Error("stopped with a wide interval before the maximum")
+	}
+	if stop, why := enoughSamples(target, 6, append(loose, 130)); !stop || why != "max_samples" {
+		t.Errorf("at the maximum: stop %v why %q", stop, why)
 	}
 }

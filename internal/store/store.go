@@ -273,6 +273,23 @@ func (s *Store) SetCaseStatus(caseID int64, st model.Status, reason string) erro
 	return nil
 }
 
+// SetCaseParams replaces a case's recorded parameters, for what is only
+// known once the case has run, such as why its sampling stopped.
+func (s *Store) SetCaseParams(caseID int64, p model.Params) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("set params of case %d: %w", caseID, err)
+	}
+	res, err := s.db.Exec(`UPDATE cases SET params = ? WHERE id = ?`, string(data), caseID)
+	if err != nil {
+		return fmt.Errorf("set params of case %d: %w", caseID, err)
+	}
+	if err := expectOneRow(res, ErrCaseNotFound); err != nil {
+		return fmt.Errorf("set params of case %d: %w", caseID, err)
+	}
+	return nil
+}
+
 // AddSample records one sample of a case and commits it before returning.
 func (s *Store) AddSample(caseID int64, smp model.Sample) error {
 	values, err := encodeValues(smp.Values)
