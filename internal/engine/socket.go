@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,14 +68,23 @@ func setTimeouts(fd int, d time.Duration) error {
 }
 
 // send writes once. MSG_NOSIGNAL turns a reset peer into EPIPE instead of
-// a SIGPIPE delivered to the process.
+// a SIGPIPE delivered to the process. It calls sendto(2) directly: the
+// wrappers either hide partial writes (Sendto) or build a msghdr the kernel
+// must copy in again on every call (SendmsgN).
 func send(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	for {
-		n, err := unix.SendmsgN(fd, p, nil, nil, unix.MSG_NOSIGNAL)
-		if err == unix.EINTR {
+		n, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])),
+			uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
 			continue
 		}
-		return n, socketError(err)
+		return 0, socketError(errno)
 	}
 }
 
