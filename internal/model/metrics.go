@@ -18,6 +18,12 @@ const (
 	SentBytes        = "sent_bytes"
 	ReceivedBytes    = "received_bytes"
 	Retransmits      = "tcp_retransmits"
+	// The kernel's account of a stream: bytes and frames the receiver's
+	// interfaces counted, and the engine's received bytes over the TCP
+	// payload those frames carried (1.0 when the two agree exactly).
+	WireRxBytes   = "wire_rx_bytes"
+	WireRxPackets = "wire_rx_packets"
+	AppWireRatio  = "app_wire_ratio"
 )
 
 // LatencyPercentiles maps each latency percentile metric to its quantile.
@@ -52,6 +58,9 @@ var Metrics = map[string]MetricInfo{
 	SentBytes:        {"B", true},
 	ReceivedBytes:    {"B", true},
 	Retransmits:      {"segments", false},
+	WireRxBytes:      {"B", true},
+	WireRxPackets:    {"frames", true},
+	AppWireRatio:     {"ratio", true},
 }
 
 // PrimaryMetric is the metric a table leads with for a workload.

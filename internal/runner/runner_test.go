@@ -127,6 +127,10 @@ workloads: [tcp_stream, tcp_rr]
 				if v[model.CPUSPerGB] <= 0 {
 					t.Errorf("%s: cpu_s_per_gb %v", c.Key, v[model.CPUSPerGB])
 				}
+				// The engine's byte count against the kernel's own.
+				if r := v[model.AppWireRatio]; r < 0.98 || r > 1.02 {
+					t.Errorf("%s: received bytes / wire payload = %.4f, want within 2%% of 1", c.Key, r)
+				}
 			case "tcp_rr":
 				if v[model.TransactionsPerS] < 100 {
 					t.Errorf("%s: %.0f tx/s", c.Key, v[model.TransactionsPerS])

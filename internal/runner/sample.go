@@ -17,15 +17,18 @@ type cpuReading struct {
 	at             time.Time
 	server, client cpu.Usage
 	softirq        time.Duration
+	// wire is the server namespace's interface counters.
+	wire linkCounters
 }
 
 func readCPU(server, client *slot) (cpuReading, error) {
 	r := cpuReading{at: time.Now()}
-	var err1, err2, err3 error
+	var err1, err2, err3, err4 error
 	r.server, err1 = server.usage()
 	r.client, err2 = client.usage()
 	r.softirq, err3 = cpu.Softirq()
-	return r, errors.Join(err1, err2, err3)
+	r.wire, err4 = server.counters()
+	return r, errors.Join(err1, err2, err3, err4)
 }
 
 // measure runs one exchange between CPU readings and turns it into a
@@ -77,6 +80,12 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sampl
 		}
 		v[model.ReceivedBytes] = float64(x.receivedBytes)
 		v[model.CPUSPerGB] = bothCPU / (float64(x.receivedBytes) / 1e9)
+		wire := after.wire.sub(before.wire)
+		v[model.WireRxBytes] = float64(wire.rxBytes)
+		v[model.WireRxPackets] = float64(wire.rxPackets)
+		if payload := wirePayload(wire); payload > 0 {
+			v[model.AppWireRatio] = float64(x.receivedBytes) / payload
+		}
 	case "tcp_rr":
 		if x.transactions <= 0 || x.txTime <= 0 {
 			return s, fmt.Errorf("measure: %d transactions in %v", x.transactions, x.txTime)
@@ -111,4 +120,15 @@ func latencyValues(v map[string]float64, x exchange) error {
 	}
 	v[model.LatencyMeanUS] = h.Mean() / 1e3
 	return nil
+}
+
+// tcpFrameOverhead is the Ethernet, IPv4 and TCP (with timestamps) header
+// bytes that every frame the counters count carries. With GSO and GRO a
+// counted frame may hold up to 64 KiB of payload under one header.
+const tcpFrameOverhead = 14 + 20 + 32
+
+// wirePayload estimates the TCP payload the server's interfaces received:
+// their byte count less one header per counted frame.
+func wirePayload(w linkCounters) float64 {
+	return float64(w.rxBytes) - float64(w.rxPackets)*tcpFrameOverhead
 }
