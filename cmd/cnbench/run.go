@@ -49,6 +49,7 @@ type runFlags struct {
 	seed             int64
 	targetCI         float64
 	maxSamples       int
+	resume           int64
 }
 
 func newRunCommand() *cobra.Command {
@@ -62,9 +63,13 @@ it is taken, and prints the results table. Without a file, the matrix comes
 from --modes, --topologies and --workloads. Needs root.`,
 		Example: `  cnbench run suites/quick.yaml
   cnbench run quick --samples 5 --duration 10s
-  cnbench run --modes bridge,macvlan --workloads tcp_stream,tcp_rr --topologies chc,chhc --flows 1,4`,
+  cnbench run --modes bridge,macvlan --workloads tcp_stream,tcp_rr --topologies chc,chhc --flows 1,4
+  cnbench run --resume 7`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("resume") {
+				return resumeRun(cmd, args, f)
+			}
 			spec, err := f.scenario(cmd, args)
 			if err != nil {
 				return err
@@ -93,6 +98,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled order, to repeat one (0 picks one)")
 	fl.Float64Var(&f.targetCI, "target-ci", 0, "keep sampling each case until its 95% confidence interval is within PCT % of the mean")
 	fl.IntVar(&f.maxSamples, "max-samples", 30, "most samples per case with --target-ci")
+	fl.Int64Var(&f.resume, "resume", 0, "continue run `RUN` (interrupted or killed) from its first missing sample")
 	return cmd
 }
 

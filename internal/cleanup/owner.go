@@ -96,3 +96,28 @@ func startTick(pid int) (uint64, error) {
 	}
 	return strconv.ParseUint(fields[19], 10, 64)
 }
+
+// Self is the calling process as an owner.
+func Self() (Owner, error) {
+	tick, err := startTick(os.Getpid())
+	if err != nil {
+		return Owner{}, fmt.Errorf("read own start time: %w", err)
+	}
+	return Owner{PID: os.Getpid(), StartTick: tick, Started: time.Now()}, nil
+}
+
+// Encode renders the owner for a record kept elsewhere, such as the run
+// row of a results database.
+func (o Owner) Encode() string {
+	data, _ := json.Marshal(o)
+	return string(data)
+}
+
+// DecodeOwner reads what Encode wrote.
+func DecodeOwner(s string) (Owner, error) {
+	var o Owner
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
+		return o, fmt.Errorf("decode run owner %q: %w", s, err)
+	}
+	return o, nil
+}

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
 	"cnbench/internal/cleanup"
@@ -117,14 +118,10 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	if err := r.store.CreateRun(run); err != nil {
 		return 0, err
 	}
-	cases := spec.Expand()
-	for i := range cases {
-		recordSettings(&cases[i])
-		if r.opts.TargetCIPct > 0 {
-			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
-			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
-		}
+	if err := r.own(run.ID); err != nil {
+		return run.ID, err
 	}
+	cases := r.prepareCases(spec)
 	if err := r.store.AddCases(run.ID, cases); err != nil {
 		return run.ID, err
 	}
@@ -134,12 +131,37 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	if r.opts.Order != OrderSequential {
 		r.prog.printf("cases in shuffled order (seed %d; --order sequential to keep the scenario's)", seed)
 	}
+	return run.ID, r.execute(ctx, run.ID, run.Started, cases, order, nil)
+}
+
+// prepareCases expands a spec into the cases a run stores, with the
+// settings they resolve to on this machine.
+func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
+	cases := spec.Expand()
+	for i := range cases {
+		recordSettings(&cases[i])
+		if r.opts.TargetCIPct > 0 {
+			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
+			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
+		}
+	}
+	return cases
+}
+
+// execute runs cases[i] for each i in order, going on from the primary
+// metric values in prior[i] (the samples a resumed case already has; prior
+// may be nil), and stores how the run ended.
+func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]float64) error {
 	var runErr error
 	for _, i := range order {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := r.runCase(ctx, &cases[i]); err != nil {
+		var done []float64
+		if prior != nil {
+			done = prior[i]
+		}
+		if err := r.runCase(ctx, &cases[i], done); err != nil {
 			// Errors that are not the case's own (the store failing) end the run.
 			runErr = err
 			break
@@ -152,23 +174,23 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	case ctx.Err() != nil:
 		status = "interrupted"
 	}
-	if err := r.store.FinishRun(run.ID, status, time.Now()); err != nil {
+	if err := r.store.FinishRun(runID, status, time.Now()); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	r.prog.printf("run %d %s in %s", run.ID, status, time.Since(run.Started).Round(time.Second))
+	r.prog.printf("run %d %s in %s", runID, status, time.Since(started).Round(time.Second))
 	if runErr == nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}
-	return run.ID, runErr
+	return runErr
 }
 
 // runCase measures one case and records its outcome. Only store failures
 // are returned; a case that cannot be built or measured is recorded as
 // skipped or failed and the run goes on.
-func (r *Runner) runCase(ctx context.Context, c *model.Case) error {
+func (r *Runner) runCase(ctx context.Context, c *model.Case, prior []float64) error {
 	r.prog.startCase(c)
 	status, reason := model.StatusOK, ""
-	err := r.measureCase(ctx, c)
+	err := r.measureCase(ctx, c, prior)
 	var storeErr *storeError
 	switch {
 	case errors.As(err, &storeErr):
@@ -192,7 +214,9 @@ type storeError struct{ err error }
 
 func (e *storeError) Error() string { return e.err.Error() }
 
-func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
+// measureCase takes the samples c lacks; prior holds the primary metric
+// of those it has, in order, and the next sample's index is len(prior).
+func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64) (err error) {
 	d, ok := mode.Lookup(c.Mode)
 	if !ok {
 		return fmt.Errorf("unknown mode %q", c.Mode)
@@ -246,8 +270,8 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case) (err error) {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	var primary []float64
-	for i := 0; ; i++ {
+	primary := slices.Clone(prior)
+	for i := len(prior); ; i++ {
 		stop, stoppedBy := enoughSamples(c.Params, i, primary)
 		if stop {
 			if stoppedBy != "" {

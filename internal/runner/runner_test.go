@@ -41,6 +41,13 @@ func newTestRunner(t *testing.T) (*Runner, *store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newTestRunnerOn(t, st)
+}
+
+// newTestRunnerOn is a runner on an open store, as a second process
+// working on the same database would have.
+func newTestRunnerOn(t *testing.T, st *store.Store) (*Runner, *store.Store) {
+	t.Helper()
 	r, err := New(st, Options{
 		EngineCommand: []string{os.Args[0]},
 		EngineEnv:     append(os.Environ(), engineEnv+"=1"),

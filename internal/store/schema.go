@@ -46,6 +46,10 @@ CREATE TABLE samples (
 	UNIQUE (case_id, sample_index)
 );
 `,
+	// 2: the process executing a run, so that a resume can tell a run
+	// whose process was killed from one still going. Empty for runs made
+	// before it was recorded, whose process is long gone.
+	`ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';`,
 }
 
 // schemaVersion is the newest schema this binary understands.

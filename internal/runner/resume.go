@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cnbench/internal/cleanup"
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/scenario"
+	"cnbench/internal/topo"
+)
+
+// ErrRunComplete reports a resume of a run that has nothing left to do.
+var ErrRunComplete = errors.New("run is complete")
+
+// ErrRunAlive reports a resume of a run whose process still executes it.
+var ErrRunAlive = errors.New("run is still being executed")
+
+// own records this process as the one executing the run, so that a
+// resume can tell a killed run from a live one.
+func (r *Runner) own(runID int64) error {
+	self, err := cleanup.Self()
+	if err != nil {
+		return err
+	}
+	return r.store.SetRunOwner(runID, self.Encode())
+}
+
+// Resume continues a run that was interrupted or whose process died: it
+// takes over the run, then measures only what the store lacks, each
+// pending case from the sample after its last stored one, in the order
+// the run's recorded seed gives. Cases already ok, skipped or failed are
+// left as they are, so the finished run holds the same cases as one that
+// was never interrupted. A run whose process is still alive is refused
+// with ErrRunAlive, a finished one with ErrRunComplete.
+func (r *Runner) Resume(ctx context.Context, runID int64) error {
+	res, err := r.store.LoadRun(runID)
+	if err != nil {
+		return err
+	}
+	if res.Run.Status == "done" {
+		return fmt.Errorf("resume run %d: %w: every case has its result", runID, ErrRunComplete)
+	}
+	// The stored document is the expanded scenario; it must still parse,
+	// or this build could not run the cases it names.
+	vocab := scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
+	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), vocab)
+	if err != nil {
+		return fmt.Errorf("resume run %d: %w", runID, err)
+	}
+	self, err := cleanup.Self()
+	if err != nil {
+		return err
+	}
+	err = r.store.ClaimRun(runID, self.Encode(), func(status, prev string) error {
+		if status == "done" {
+			return fmt.Errorf("resume run %d: %w: every case has its result", runID, ErrRunComplete)
+		}
+		if status != "running" || prev == "" {
+			return nil
+		}
+		o, err := cleanup.DecodeOwner(prev)
+		if err == nil && o.Alive() {
+			return fmt.Errorf("resume run %d: %w by process %d; stop it first, or wait for it to end", runID, ErrRunAlive, o.PID)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+
+	cases := make([]model.Case, len(res.Cases))
+	prior := make([][]float64, len(res.Cases))
+	for i, c := range res.Cases {
+		cases[i] = c.Case
+		for _, s := range c.Samples {
+			prior[i] = append(prior[i], s.Values[model.PrimaryMetric(c.Workload)])
+		}
+	}
+	if len(cases) == 0 {
+		// Killed between storing the run and storing its cases: the
+		// cases are those of the stored scenario.
+		cases = r.prepareCases(spec)
+		if err := r.store.AddCases(runID, cases); err != nil {
+			return err
+		}
+		prior = make([][]float64, len(cases))
+	}
+	if err := checkSampleIndices(res.Cases); err != nil {
+		return fmt.Errorf("resume run %d: %w", runID, err)
+	}
+
+	var left []model.Case
+	var order []int
+	for _, i := range r.order(len(cases), res.Run.Seed) {
+		c := &cases[i]
+		if c.Status != model.StatusPending {
+			continue
+		}
+		// All samples stored, but killed before the case was marked:
+		// nothing to measure.
+		if stop, stoppedBy := enoughSamples(c.Params, len(prior[i]), prior[i]); stop {
+			if stoppedBy != "" {
+				c.Params.StoppedBy = stoppedBy
+				if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+					return err
+				}
+			}
+			if err := r.store.SetCaseStatus(c.ID, model.StatusOK, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		left = append(left, *c)
+		order = append(order, i)
+	}
+	r.prog = newProgress(r.opts.Progress, left)
+	r.prog.printf("run %d resumed: scenario %q, %d of %d cases left, token %s", runID, spec.Name, len(left), len(cases), r.token)
+	return r.execute(ctx, runID, started, cases, order, prior)
+}
+
+// checkSampleIndices makes sure each case's stored samples are numbered
+// 0..k-1, so the next one is k; a gap would mean a sample went missing.
+func checkSampleIndices(cases []model.CaseResult) error {
+	for _, c := range cases {
+		for j, s := range c.Samples {
+			if s.Index != j {
+				return fmt.Errorf("case %s has sample %d where sample %d belongs", c.Key, s.Index, j)
+			}
+		}
+	}
+	return nil
+}
