@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"cnbench/internal/mode"
+	"cnbench/internal/runner"
+	"cnbench/internal/scenario"
+	"cnbench/internal/store"
+	"cnbench/internal/validate"
+)
+
+func newValidateCommand() *cobra.Command {
+	var (
+		modes    []string
+		topology string
+		samples  int
+		duration time.Duration
+		db       string
+		th       = validate.DefaultThresholds
+		quiet    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the native engine against iperf3, sockperf and the kernel's counters",
+		Long: `Validate runs tcp_stream and tcp_rr on each chosen mode with the native engine
+and with every external engine installed, on the same path, and prints per
+mode: the native/iperf3 throughput ratio, the native/sockperf round-trip
+ratio, and each engine's received bytes over the TCP payload the receiver's
+interfaces counted. Ratios are of medians. A disagreement beyond a threshold
+is flagged and makes validate exit 1. Needs root.`,
+		Example: `  cnbench validate
+  cnbench validate --modes veth,bridge --samples 5 --duration 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(modes) == 0 {
+				modes = supportedModes()
+			}
+			doc := fmt.Sprintf("name: validate\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [%s]\ntopologies: [%s]\n"+
+				"workloads:\n  - {type: tcp_stream, flows: 1, msg_size: 128K}\n  - {type: tcp_rr, request_size: 64, response_size: 64}\n"+
+				"engines: [native, iperf3, sockperf]\n", duration.Milliseconds(), samples, strings.Join(modes, ", "), topology)
+			spec, err := scenario.Parse("validate", []byte(doc), vocabulary())
+			if err != nil {
+				return usageError(err)
+			}
+			if os.Geteuid() != 0 {
+				return errors.New("validate needs root: it creates network namespaces, links and cgroups")
+			}
+			if db == "" {
+				dir, err := os.MkdirTemp("", "cnb-validate-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				db = filepath.Join(dir, "validate.db")
+			}
+			st, err := store.Open(db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			opts := runner.Options{}
+			if !quiet {
+				opts.Progress = cmd.ErrOrStderr()
+			}
+			r, err := runner.New(st, opts)
+			if err != nil {
+				return err
+			}
+			id, runErr := r.Run(cmd.Context(), spec)
+			if err := errors.Join(runErr, r.Close()); err != nil {
+				return err
+			}
+			res, err := st.LoadRun(id)
+			if err != nil {
+				return err
+			}
+			checks := validate.Compare(res, th)
+			printChecks(cmd, checks)
+			for _, c := range checks {
+				if !c.OK() {
+					return errors.New("the engines or the counters disagree beyond the thresholds (marked DISAGREE above)")
+				}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
+	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
+	fl.IntVar(&samples, "samples", 3, "samples per engine and workload; ratios use medians")
+	fl.DurationVar(&duration, "duration", 2*time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
+	fl.StringVar(&db, "db", "", "keep the validation run in this database (default: a temporary one)")
+	fl.Float64Var(&th.Throughput, "throughput-threshold", th.Throughput, "tolerated relative throughput disagreement")
+	fl.Float64Var(&th.Latency, "latency-threshold", th.Latency, "tolerated relative latency disagreement")
+	fl.Float64Var(&th.Wire, "wire-threshold", th.Wire, "tolerated relative disagreement with the interface counters")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "print no progress")
+	return cmd
+}
+
+// supportedModes lists the modes this machine can build.
+func supportedModes() []string {
+	var ok []string
+	for _, name := range mode.Names() {
+		if d, _ := mode.Lookup(name); d.Available() == nil {
+			ok = append(ok, name)
+		}
+	}
+	return ok
+}
+
+func printChecks(cmd *cobra.Command, checks []validate.Check) {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "mode\ttopology\tcheck\tmeasured\treference\tratio\tverdict")
+	for _, c := range checks {
+		switch {
+		case c.Missing != "":
+			fmt.Fprintf(w, "%s\t%s\t%s\t\t\t\tnot compared: %s\n", c.Mode, c.Topology, c.What, c.Missing)
+		default:
+			verdict := "agree"
+			if !c.OK() {
+				verdict = "DISAGREE"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%.3f %s\t%.3f %s\t%.3f\t%s (within %.0f%%)\n", c.Mode, c.Topology, c.What, c.A, c.Unit, c.B, c.Unit, c.Ratio, verdict, 100*c.Limit)
+		}
+	}
+	w.Flush()
+}

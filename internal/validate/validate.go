@@ -1,0 +1,117 @@
+// Package validate holds cnbench's own numbers against the tools users
+// already trust and against the kernel's counters: per mode, the native
+// engine's throughput against iperf3's, its round trip against sockperf's,
+// and the bytes each engine reports against the payload the interfaces
+// counted. A disagreement beyond a threshold is a finding.
+package validate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"cnbench/internal/model"
+)
+
+// Thresholds are the relative disagreements tolerated.
+type Thresholds struct {
+	Throughput float64 // default 0.05
+	Latency    float64 // default 0.10
+	Wire       float64 // default 0.02
+}
+
+// DefaultThresholds are those of `cnbench validate` without flags.
+var DefaultThresholds = Thresholds{Throughput: 0.05, Latency: 0.10, Wire: 0.02}
+
+// Check is one comparison.
+type Check struct {
+	Mode, Topology string
+	What           string  // e.g. "throughput native/iperf3"
+	A, B           float64 // the two medians compared
+	Unit           string
+	Ratio          float64
+	Limit          float64 // tolerated |ratio - 1|
+	// Missing says why a comparison could not be made, such as a tool
+	// not installed or a case that failed.
+	Missing string
+}
+
+// OK reports whether the check passed; a missing comparison is not a
+// failure but is shown as such.
+func (c Check) OK() bool { return c.Missing != "" || math.Abs(c.Ratio-1) <= c.Limit }
+
+// Compare derives the checks from a run of the validation scenario.
+func Compare(res *model.RunResult, th Thresholds) []Check {
+	type key struct{ mode, topo string }
+	var keys []key
+	seen := map[key]bool{}
+	for _, c := range res.Cases {
+		k := key{c.Mode, c.Topology}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	var checks []Check
+	for _, k := range keys {
+		med := func(workload, engine, metric string) (float64, string) {
+			return median(res, k.mode, k.topo, workload, engine, metric)
+		}
+		pair := func(what, unit string, limit float64, workload, metric, engineB string, scale float64) {
+			a, whyA := med(workload, "native", metric)
+			b, whyB := med(workload, engineB, metric)
+			c := Check{Mode: k.mode, Topology: k.topo, What: what, A: a * scale, B: b * scale, Unit: unit, Limit: limit}
+			switch {
+			case whyA != "":
+				c.Missing = whyA
+			case whyB != "":
+				c.Missing = whyB
+			default:
+				c.Ratio = a / b
+			}
+			checks = append(checks, c)
+		}
+		pair("throughput native/iperf3", "Gbit/s", th.Throughput, "tcp_stream", model.ThroughputBPS, "iperf3", 1e-9)
+		pair("mean round trip native/sockperf", "us", th.Latency, "tcp_rr", model.LatencyMeanUS, "sockperf", 1)
+		for _, engine := range []string{"native", "iperf3"} {
+			r, why := med("tcp_stream", engine, model.AppWireRatio)
+			c := Check{Mode: k.mode, Topology: k.topo, What: "received bytes/wire payload, " + engine, A: r, B: 1, Unit: "ratio", Ratio: r, Limit: th.Wire, Missing: why}
+			checks = append(checks, c)
+		}
+	}
+	return checks
+}
+
+// median of a metric over the samples of the matching case, or why there
+// is none.
+func median(res *model.RunResult, mode, topo, workload, engine, metric string) (float64, string) {
+	for _, c := range res.Cases {
+		if c.Mode != mode || c.Topology != topo || c.Workload != workload || c.Engine != engine {
+			continue
+		}
+		if c.Status != model.StatusOK {
+			return 0, fmt.Sprintf("%s %s: %s %s", engine, workload, c.Status, c.Reason)
+		}
+		var xs []float64
+		for _, s := range c.Samples {
+			if v, ok := s.Values[metric]; ok {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 {
+			return 0, fmt.Sprintf("%s %s: no %s measured", engine, workload, metric)
+		}
+		return Median(xs), ""
+	}
+	return 0, fmt.Sprintf("%s %s: not run", engine, workload)
+}
+
+// Median of xs, which it sorts.
+func Median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[n/2]
+}
