@@ -18,6 +18,12 @@ func (e *engine) listen(addr string, port int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("listen address %q: %w", addr, err)
 	}
+	// A wildcard would also accept traffic arriving on interfaces
+	// cnbench did not assign; the engine only serves its endpoint's
+	// address.
+	if ip.IsUnspecified() {
+		return 0, fmt.Errorf("listen address %s: refusing the wildcard address; give the endpoint's own address", addr)
+	}
 	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port))))
 	if err != nil {
 		return 0, fmt.Errorf("listen on %s: %w", net.JoinHostPort(addr, fmt.Sprint(port)), err)
