@@ -101,3 +101,23 @@ func engineSupports(engine, workload string) error {
 	}
 	return nil
 }
+
+// startToolServer starts an external tool's server in the server slot,
+// waits until it listens on port, and exposes the port; it returns the
+// server process and the address clients dial.
+func startToolServer(ctx context.Context, s driverSetup, args []string, port int) (*proc, netip.AddrPort, error) {
+	srv, err := s.server.start(args, nil)
+	if err != nil {
+		return nil, netip.AddrPort{}, err
+	}
+	if err := waitListening(ctx, s.server.ep.NS, port, 5*time.Second); err != nil {
+		srv.stopWithin(0)
+		return nil, netip.AddrPort{}, srv.describe(err)
+	}
+	target, err := s.expose(port)
+	if err != nil {
+		srv.stopWithin(0)
+		return nil, netip.AddrPort{}, err
+	}
+	return srv, target, nil
+}

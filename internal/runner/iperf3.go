@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -25,20 +24,12 @@ type iperf3Driver struct {
 }
 
 func newIperf3Driver(ctx context.Context, s driverSetup, _ model.Case) (driver, error) {
-	srv, err := s.server.start([]string{"iperf3", "--server", "--bind", s.server.ep.Addr.String(), "--port", strconv.Itoa(iperf3Port)}, nil)
+	args := []string{"iperf3", "--server", "--bind", s.server.ep.Addr.String(), "--port", strconv.Itoa(iperf3Port)}
+	srv, target, err := startToolServer(ctx, s, args, iperf3Port)
 	if err != nil {
 		return nil, err
 	}
-	d := &iperf3Driver{server: srv, client: s.client}
-	if err := waitListening(ctx, s.server.ep.NS, iperf3Port, 5*time.Second); err != nil {
-		return nil, errors.Join(srv.describe(err), d.stop())
-	}
-	target, err := s.expose(iperf3Port)
-	if err != nil {
-		return nil, errors.Join(err, d.stop())
-	}
-	d.target, d.port = target.Addr().String(), strconv.Itoa(int(target.Port()))
-	return d, nil
+	return &iperf3Driver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port()))}, nil
 }
 
 func (d *iperf3Driver) stop() error {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -29,20 +28,12 @@ func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
 			errEngineCannot, c.Params.RequestSize, c.Params.ResponseSize)
 	}
-	srv, err := s.server.start([]string{"sockperf", "server", "--tcp", "-i", s.server.ep.Addr.String(), "-p", strconv.Itoa(sockperfPort)}, nil)
+	args := []string{"sockperf", "server", "--tcp", "-i", s.server.ep.Addr.String(), "-p", strconv.Itoa(sockperfPort)}
+	srv, target, err := startToolServer(ctx, s, args, sockperfPort)
 	if err != nil {
 		return nil, err
 	}
-	d := &sockperfDriver{server: srv, client: s.client}
-	if err := waitListening(ctx, s.server.ep.NS, sockperfPort, 5*time.Second); err != nil {
-		return nil, errors.Join(srv.describe(err), d.stop())
-	}
-	target, err := s.expose(sockperfPort)
-	if err != nil {
-		return nil, errors.Join(err, d.stop())
-	}
-	d.target, d.port = target.Addr().String(), strconv.Itoa(int(target.Port()))
-	return d, nil
+	return &sockperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port()))}, nil
 }
 
 func (d *sockperfDriver) stop() error {
