@@ -35,7 +35,7 @@ func (s *slot) counters() (linkCounters, error) {
 	var c linkCounters
 	for _, l := range links {
 		st := l.Attrs().Statistics
-		if st == nil || !countsTraffic(l, len(links)) {
+		if st == nil || !countsTraffic(l) {
 			continue
 		}
 		c.rxBytes += st.RxBytes
@@ -51,7 +51,7 @@ func (s *slot) counters() (linkCounters, error) {
 // frame crosses twice within the namespace, bridges and their ports, would
 // count it twice; endpoints hold no such links, and in a host's own
 // namespace (the native baseline) the traffic is on lo or the NIC.
-func countsTraffic(l netlink.Link, _ int) bool {
+func countsTraffic(l netlink.Link) bool {
 	switch l.Type() {
 	case "bridge", "openvswitch", "vxlan":
 		return false

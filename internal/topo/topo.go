@@ -75,6 +75,9 @@ type Topology struct {
 	Hosts []*Host
 	// RouterHost joins the segments in the routed topology; nil otherwise.
 	RouterHost *Host
+	// Peers are the underlay addresses of hosts on other machines, in a
+	// topology built on one machine of several (BuildOnParent).
+	Peers []netip.Addr
 
 	mu         sync.Mutex
 	stub       *netns.NS // the far end of chc's NIC
@@ -83,7 +86,7 @@ type Topology struct {
 	closers    []func() error
 }
 
-// HostFor returns the host that the i-th role of a workload sits on: in chc
+// HostFor returns the host a server or a client endpoint sits on: in chc
 // every endpoint shares host 1; across hosts, servers sit on host 1 and
 // clients on host 2.
 func (t *Topology) HostFor(server bool) *Host {
