@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -121,20 +122,23 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 			return fmt.Errorf("set %s up in %q: %w", l.Attrs().Name, h.NS.Name, err)
 		}
 	}
+	vteps := slices.Clone(m.t.Peers)
 	for _, other := range m.t.Hosts {
-		if other == h {
-			continue
+		if other != h {
+			vteps = append(vteps, other.Addr)
 		}
+	}
+	for _, vtep := range vteps {
 		flood := &netlink.Neigh{
 			LinkIndex:    vx.Attrs().Index,
 			Family:       unix.AF_BRIDGE,
 			Flags:        netlink.NTF_SELF,
 			State:        netlink.NUD_NOARP | netlink.NUD_PERMANENT,
 			HardwareAddr: make(net.HardwareAddr, 6),
-			IP:           net.IP(other.Addr.AsSlice()),
+			IP:           net.IP(vtep.AsSlice()),
 		}
 		if err := h.Handle.NeighAppend(flood); err != nil {
-			return fmt.Errorf("flood entry for VTEP %s on %s in %q: %w", other.Addr, vxlanName, h.NS.Name, err)
+			return fmt.Errorf("flood entry for VTEP %s on %s in %q: %w", vtep, vxlanName, h.NS.Name, err)
 		}
 	}
 	return nil

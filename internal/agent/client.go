@@ -1,0 +1,279 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"cnbench/internal/engine"
+	"cnbench/internal/mode"
+)
+
+// Client is a controller's connection to one agent. One HTTP/2
+// connection carries all its calls and streams.
+type Client struct {
+	addr string
+	base string
+	http *http.Client
+}
+
+// NewClient prepares calls to the agent at addr ("host:port") with the
+// controller's credentials; the agent's certificate must name host.
+func NewClient(addr string, creds Credentials) (*Client, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: address: %w", addr, err)
+	}
+	tlsCfg, err := creds.ClientTLS(host)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", addr, err)
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP2(true)
+	tr := &http.Transport{
+		TLSClientConfig:     tlsCfg,
+		Protocols:           protocols,
+		ForceAttemptHTTP2:   true,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 5 * time.Second}).DialContext,
+	}
+	return &Client{addr: addr, base: "https://" + addr, http: &http.Client{Transport: tr}}, nil
+}
+
+// Addr is the agent's address.
+func (c *Client) Addr() string { return c.addr }
+
+// CloseIdle drops the connection once nothing uses it.
+func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }
+
+// do posts req to path and decodes the answer into resp.
+func (c *Client) do(ctx context.Context, path string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("agent %s %s: encode: %w", c.addr, path, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("agent %s %s: %w", c.addr, path, err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	r, err := c.http.Do(hr)
+	if err != nil {
+		return fmt.Errorf("agent %s %s: %w", c.addr, path, err)
+	}
+	defer r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		return c.remoteError(path, r)
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(resp); err != nil {
+		return fmt.Errorf("agent %s %s: decode answer: %w", c.addr, path, err)
+	}
+	return nil
+}
+
+// remoteError turns an agent's error answer into an error that wraps the
+// matching sentinel, so a skip stays a skip across machines.
+func (c *Client) remoteError(path string, r *http.Response) error {
+	var e ErrorResponse
+	data, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if json.Unmarshal(data, &e) != nil || e.Error == "" {
+		return fmt.Errorf("agent %s %s: %s", c.addr, path, r.Status)
+	}
+	var kind error
+	switch e.Kind {
+	case KindUnsupported:
+		kind = mode.ErrUnsupported
+	case KindRefused:
+		kind = ErrRefused
+	case KindNotFound:
+		kind = ErrNotFound
+	default:
+		return fmt.Errorf("agent %s: %s", c.addr, e.Error)
+	}
+	return fmt.Errorf("agent %s: %w (%s)", c.addr, kind, e.Error)
+}
+
+// Session is an open session on an agent, kept alive by heartbeats.
+type Session struct {
+	c    *Client
+	Info SessionResponse
+
+	holdW    *io.PipeWriter
+	stopBeat chan struct{}
+	beatDone chan struct{}
+	holdErr  chan error
+	once     sync.Once
+}
+
+// Open starts a session and holds it: a heartbeat goes to the agent at
+// the interval it asks for until Close. If this process dies, its
+// connection closes and the agent removes the session at once; if it
+// hangs, the agent does so after the timeout.
+func (c *Client) Open(ctx context.Context, timeout time.Duration) (*Session, error) {
+	var info SessionResponse
+	if err := c.do(ctx, PathSession, SessionRequest{TimeoutMS: timeout.Milliseconds()}, &info); err != nil {
+		return nil, err
+	}
+	s := &Session{c: c, Info: info, stopBeat: make(chan struct{}), beatDone: make(chan struct{}), holdErr: make(chan error, 1)}
+	pr, pw := io.Pipe()
+	s.holdW = pw
+	hr, err := http.NewRequest(http.MethodPost, c.base+PathHold, pr)
+	if err != nil {
+		return nil, err
+	}
+	first, _ := json.Marshal(HoldRequest{Session: info.Session})
+	go func() {
+		if _, err := pw.Write(append(first, '\n')); err != nil {
+			return
+		}
+		s.heartbeat(time.Duration(info.HeartbeatMS) * time.Millisecond)
+	}()
+	r, err := c.http.Do(hr)
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("agent %s hold session: %w", c.addr, err)
+	}
+	if r.StatusCode != http.StatusOK {
+		defer r.Body.Close()
+		s.stop()
+		return nil, c.remoteError(PathHold, r)
+	}
+	go func() {
+		_, err := io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		s.holdErr <- err
+	}()
+	return s, nil
+}
+
+func (s *Session) heartbeat(every time.Duration) {
+	defer close(s.beatDone)
+	t := time.NewTicker(max(every, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopBeat:
+			return
+		case <-t.C:
+			if _, err := s.holdW.Write([]byte("\n")); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Session) stop() {
+	s.once.Do(func() {
+		close(s.stopBeat)
+		_ = s.holdW.Close()
+	})
+}
+
+// Host builds the session's host.
+func (s *Session) Host(ctx context.Context, req HostRequest) (HostResponse, error) {
+	req.Session = s.Info.Session
+	var resp HostResponse
+	return resp, s.c.do(ctx, PathHost, req, &resp)
+}
+
+// Endpoint places an endpoint of mode called name on the session's host.
+func (s *Session) Endpoint(ctx context.Context, modeName, name string) (EndpointResponse, error) {
+	var resp EndpointResponse
+	return resp, s.c.do(ctx, PathEP, EndpointRequest{Session: s.Info.Session, Mode: modeName, Name: name}, &resp)
+}
+
+// Expose publishes port of endpoint and returns what clients dial.
+func (s *Session) Expose(ctx context.Context, endpoint string, port int) (netip.AddrPort, error) {
+	var resp ExposeResponse
+	if err := s.c.do(ctx, PathExpose, ExposeRequest{Session: s.Info.Session, Endpoint: endpoint, Port: port}, &resp); err != nil {
+		return netip.AddrPort{}, err
+	}
+	ap, err := netip.ParseAddrPort(resp.Target)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("agent %s expose: target %q: %w", s.c.addr, resp.Target, err)
+	}
+	return ap, nil
+}
+
+// Usage reads an endpoint's CPU time and counters.
+func (s *Session) Usage(ctx context.Context, endpoint string) (UsageResponse, error) {
+	var resp UsageResponse
+	return resp, s.c.do(ctx, PathUsage, UsageRequest{Session: s.Info.Session, Endpoint: endpoint}, &resp)
+}
+
+// RemoteEngine is an engine on the agent's machine with its control lines
+// attached here.
+type RemoteEngine struct {
+	*engine.Client
+	s    *Session
+	id   string
+	pid  int
+	in   *io.PipeWriter
+	body io.ReadCloser
+}
+
+// StartEngine starts an engine in endpoint and attaches to it.
+func (s *Session) StartEngine(ctx context.Context, endpoint string) (*RemoteEngine, error) {
+	var er EngineResponse
+	if err := s.c.do(ctx, PathEngine, EngineRequest{Session: s.Info.Session, Endpoint: endpoint}, &er); err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	hr, err := http.NewRequest(http.MethodPost, s.c.base+PathAttach, pr)
+	if err != nil {
+		return nil, err
+	}
+	first, _ := json.Marshal(AttachRequest{Session: s.Info.Session, Engine: er.Engine})
+	go func() { _, _ = pw.Write(append(first, '\n')) }()
+	r, err := s.c.http.Do(hr)
+	if err != nil {
+		_ = pw.Close()
+		return nil, fmt.Errorf("agent %s attach engine %s: %w", s.c.addr, er.Engine, err)
+	}
+	if r.StatusCode != http.StatusOK {
+		defer r.Body.Close()
+		_ = pw.Close()
+		return nil, s.c.remoteError(PathAttach, r)
+	}
+	return &RemoteEngine{Client: engine.NewClient(pw, r.Body), s: s, id: er.Engine, pid: er.PID, in: pw, body: r.Body}, nil
+}
+
+// PID is the engine's process on the agent's machine.
+func (e *RemoteEngine) PID() int { return e.pid }
+
+// Stop asks the engine to quit, closes its control stream, and has the
+// agent kill it if it has not ended within grace.
+func (e *RemoteEngine) Stop(grace time.Duration) error {
+	quitErr := e.Quit()
+	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	defer cancel()
+	err := e.s.c.do(ctx, PathStop, StopRequest{Session: e.s.Info.Session, Engine: e.id, GraceMS: grace.Milliseconds()}, &Empty{})
+	_ = e.body.Close()
+	if errors.Is(err, ErrNotFound) {
+		err = nil
+	}
+	return errors.Join(quitErr, err)
+}
+
+// Close ends the session: the agent removes everything it made.
+func (s *Session) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := s.c.do(ctx, PathClose, CloseRequest{Session: s.Info.Session}, &Empty{})
+	s.stop()
+	<-s.beatDone
+	if errors.Is(err, ErrNotFound) {
+		// The agent ended it already, after a silence or a lost
+		// connection; its objects are gone either way.
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,527 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/cleanup"
+	"cnbench/internal/cpu"
+	"cnbench/internal/engine"
+	"cnbench/internal/mode"
+	"cnbench/internal/netns"
+	"cnbench/internal/version"
+)
+
+// Config is an agent's set-up, all of it from its own command line.
+type Config struct {
+	// Listen is the address the agent serves on.
+	Listen string
+	// Parent is the machine's NIC the hosts' macvlans sit on. It is the
+	// one real interface the agent uses, and it never changes it.
+	Parent string
+	Creds  Credentials
+	// Timeout is the most a controller may stay silent; sessions ask for
+	// less.
+	Timeout time.Duration
+	// EngineCommand starts an engine; default: this executable with the
+	// argument "engine".
+	EngineCommand []string
+	// Log receives one line per session event; nil for none.
+	Log io.Writer
+}
+
+// Server is a running agent.
+type Server struct {
+	parent  string
+	timeout time.Duration
+	engine  []string
+	hier    cpu.Hierarchy
+	log     *log.Logger
+	http    *http.Server
+	ln      net.Listener
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+// Listen checks the configuration and starts listening; Serve then
+// answers requests.
+func Listen(cfg Config) (*Server, error) {
+	if cfg.Parent == "" {
+		return nil, errors.New("agent: name the machine's NIC the hosts sit on (--parent)")
+	}
+	if _, err := netlink.LinkByName(cfg.Parent); err != nil {
+		return nil, fmt.Errorf("agent: parent NIC %s: %w", cfg.Parent, err)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout < MinTimeout || cfg.Timeout > MaxTimeout {
+		return nil, fmt.Errorf("agent: timeout %v out of range %v..%v", cfg.Timeout, MinTimeout, MaxTimeout)
+	}
+	if len(cfg.EngineCommand) == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("agent: find own executable for the engine: %w", err)
+		}
+		cfg.EngineCommand = []string{self, "engine"}
+	}
+	tlsCfg, err := cfg.Creds.ServerTLS()
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	hier, err := cpu.FindHierarchy()
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &Server{parent: cfg.Parent, timeout: cfg.Timeout, engine: cfg.EngineCommand, hier: hier,
+		log: log.New(cfg.Log, "agent: ", log.LstdFlags), sessions: map[string]*session{}}
+	mux := http.NewServeMux()
+	for path, h := range map[string]http.HandlerFunc{
+		PathSession: call(s.openSession),
+		PathHost:    call(withSession(s, (*session).hostCall)),
+		PathEP:      call(withSession(s, (*session).endpointCall)),
+		PathExpose:  call(withSession(s, (*session).exposeCall)),
+		PathEngine:  call(withSession(s, (*session).engineCall)),
+		PathStop:    call(withSession(s, (*session).stopCall)),
+		PathUsage:   call(withSession(s, (*session).usageCall)),
+		PathClose:   call(s.closeSession),
+		PathHold:    s.hold,
+		PathAttach:  s.attach,
+	} {
+		mux.HandleFunc("POST "+path, h)
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP2(true)
+	s.http = &http.Server{
+		Handler:           mux,
+		TLSConfig:         tlsCfg,
+		Protocols:         protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Refused handshakes are the expected fate of strangers; they
+		// go to the session log, not to stderr.
+		ErrorLog: log.New(cfg.Log, "agent: ", log.LstdFlags),
+	}
+	s.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return s, nil
+}
+
+// Addr is where the agent listens.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve answers requests until ctx ends, then removes every session's
+// objects.
+func (s *Server) Serve(ctx context.Context) error {
+	s.log.Printf("listening on %s, hosts on %s, controller timeout %v", s.ln.Addr(), s.parent, s.timeout)
+	done := make(chan error, 1)
+	go func() { done <- s.http.ServeTLS(s.ln, "", "") }()
+	var err error
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.http.Shutdown(sctx)
+		cancel()
+		_ = s.http.Close()
+	case err = <-done:
+	}
+	s.mu.Lock()
+	sessions := s.sessions
+	s.sessions = map[string]*session{}
+	s.mu.Unlock()
+	var errs []error
+	for _, ss := range sessions {
+		errs = append(errs, ss.close(s))
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(append(errs, err)...)
+}
+
+// call adapts a typed operation to an HTTP handler: the body is decoded
+// strictly into the request struct, and the answer or error encoded.
+func call[Req, Resp any](op func(context.Context, Req) (Resp, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := decodeStrict(io.LimitReader(r.Body, maxBodySize+1), &req); err != nil {
+			writeError(w, refused("%v", err))
+			return
+		}
+		resp, err := op(r.Context(), req)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	}
+}
+
+// decodeStrict reads exactly one JSON object with only known fields.
+func decodeStrict(r io.Reader, v any) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	if len(data) > maxBodySize {
+		return fmt.Errorf("request larger than %d bytes", maxBodySize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad request: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("bad request: trailing data after the object")
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	kind, status := KindFailed, http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrRefused):
+		kind, status = KindRefused, http.StatusForbidden
+	case errors.Is(err, ErrNotFound):
+		kind, status = KindNotFound, http.StatusNotFound
+	case errors.Is(err, mode.ErrUnsupported):
+		kind, status = KindUnsupported, http.StatusNotImplemented
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(ErrorResponse{Kind: kind, Error: err.Error()})
+}
+
+// sessionOf is implemented by every request that names a session.
+type sessionOf interface{ sessionID() string }
+
+func (r HostRequest) sessionID() string     { return r.Session }
+func (r EndpointRequest) sessionID() string { return r.Session }
+func (r ExposeRequest) sessionID() string   { return r.Session }
+func (r EngineRequest) sessionID() string   { return r.Session }
+func (r StopRequest) sessionID() string     { return r.Session }
+func (r UsageRequest) sessionID() string    { return r.Session }
+
+func withSession[Req sessionOf, Resp any](s *Server, op func(*session, *Server, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(_ context.Context, req Req) (Resp, error) {
+		ss, err := s.session(req.sessionID())
+		if err != nil {
+			var zero Resp
+			return zero, err
+		}
+		return op(ss, s, req)
+	}
+}
+
+func (ss *session) hostCall(s *Server, req HostRequest) (HostResponse, error) {
+	return ss.buildHost(s, req)
+}
+
+func (ss *session) endpointCall(s *Server, req EndpointRequest) (EndpointResponse, error) {
+	return ss.placeEndpoint(s, req)
+}
+
+func (ss *session) exposeCall(_ *Server, req ExposeRequest) (ExposeResponse, error) {
+	return ss.expose(req)
+}
+
+func (ss *session) engineCall(s *Server, req EngineRequest) (EngineResponse, error) {
+	return ss.startEngine(s, req)
+}
+
+func (ss *session) stopCall(_ *Server, req StopRequest) (Empty, error) {
+	return Empty{}, ss.stopEngine(req)
+}
+
+func (ss *session) usageCall(_ *Server, req UsageRequest) (UsageResponse, error) {
+	return ss.usage(req)
+}
+
+func (s *Server) session(id string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: session %q", ErrNotFound, id)
+	}
+	return ss, nil
+}
+
+// openSession starts a session under a fresh run token that the agent
+// claims. A session not held within its timeout is removed, as if its
+// controller had fallen silent.
+func (s *Server) openSession(_ context.Context, req SessionRequest) (SessionResponse, error) {
+	timeout := s.timeout
+	if req.TimeoutMS != 0 {
+		want := time.Duration(req.TimeoutMS) * time.Millisecond
+		if want < MinTimeout {
+			return SessionResponse{}, refused("timeout_ms %d below %d", req.TimeoutMS, MinTimeout.Milliseconds())
+		}
+		timeout = min(timeout, want)
+	}
+	s.mu.Lock()
+	if len(s.sessions) >= maxSessions {
+		s.mu.Unlock()
+		return SessionResponse{}, refused("the agent holds %d sessions already", maxSessions)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	ss := &session{id: hex.EncodeToString(b[:]), timeout: timeout,
+		endpoints: map[string]*endpoint{}, engines: map[string]*engineProc{}}
+	for {
+		ss.token = netns.NewToken()
+		if err := cleanup.Claim(ss.token); err == nil {
+			break
+		}
+	}
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	s.log.Printf("session %s opened (token %s, timeout %v)", ss.id, ss.token, timeout)
+	time.AfterFunc(timeout, func() {
+		ss.mu.Lock()
+		held := ss.held
+		ss.mu.Unlock()
+		if !held {
+			s.end(ss, "never held")
+		}
+	})
+	hostname, _ := os.Hostname()
+	return SessionResponse{Session: ss.id, Token: string(ss.token), HeartbeatMS: (timeout / 4).Milliseconds(),
+		TimeoutMS: timeout.Milliseconds(), Hostname: hostname, Version: version.Version}, nil
+}
+
+func (s *Server) closeSession(_ context.Context, req CloseRequest) (Empty, error) {
+	ss, err := s.session(req.Session)
+	if err != nil {
+		return Empty{}, err
+	}
+	return Empty{}, s.end(ss, "closed by its controller")
+}
+
+// end removes a session and everything it made.
+func (s *Server) end(ss *session, why string) error {
+	s.mu.Lock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	s.mu.Unlock()
+	start := time.Now()
+	err := ss.close(s)
+	if err != nil {
+		s.log.Printf("session %s %s; removed with errors in %v: %v", ss.id, why, time.Since(start).Round(time.Millisecond), err)
+	} else {
+		s.log.Printf("session %s %s; removed in %v", ss.id, why, time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
+// hold keeps a session alive while its controller is: the first line
+// names the session, every later line is a heartbeat. When the stream
+// ends (the controller's connection closed) or no heartbeat arrives within
+// the session's timeout, the session is removed.
+func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
+	br := bufio.NewReaderSize(r.Body, 4096)
+	first, err := readLine(br, maxBodySize)
+	var req HoldRequest
+	if err == nil {
+		err = decodeStrict(bytes.NewReader(first), &req)
+	}
+	if err != nil {
+		writeError(w, refused("hold: %v", err))
+		return
+	}
+	ss, err := s.session(req.Session)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ss.mu.Lock()
+	already := ss.held
+	ss.held = true
+	ss.mu.Unlock()
+	if already {
+		writeError(w, refused("session %s is held already", ss.id))
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	beats := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := readLine(br, 64); err != nil {
+				beats <- err
+				return
+			}
+			beats <- nil
+		}
+	}()
+	timer := time.NewTimer(ss.timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case err := <-beats:
+			if err != nil {
+				s.end(ss, fmt.Sprintf("lost its controller (%v)", err))
+				return
+			}
+			timer.Reset(ss.timeout)
+		case <-timer.C:
+			s.end(ss, fmt.Sprintf("heard no heartbeat for %v", ss.timeout))
+			return
+		case <-r.Context().Done():
+			s.end(ss, "lost its controller's connection")
+			return
+		}
+	}
+}
+
+// attach joins the controller to an engine's control lines: the request
+// body after its first line goes to the engine's stdin, line by line and
+// each checked; the engine's stdout comes back as the response body.
+func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	br := bufio.NewReaderSize(r.Body, 64<<10)
+	first, err := readLine(br, maxBodySize)
+	var req AttachRequest
+	if err == nil {
+		err = decodeStrict(bytes.NewReader(first), &req)
+	}
+	if err != nil {
+		writeError(w, refused("attach: %v", err))
+		return
+	}
+	ss, err := s.session(req.Session)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	e, err := ss.engine(req.Engine)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ss.mu.Lock()
+	already := e.attached
+	e.attached = true
+	ss.mu.Unlock()
+	if already {
+		writeError(w, refused("engine %s is attached already", e.id))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	var writeMu sync.Mutex
+	send := func(line []byte) error {
+		writeMu.Lock()
+		defer writeMu.Unlock()
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		for {
+			line, err := e.stdout.ReadBytes('\n')
+			if len(line) > 0 && send(line) != nil {
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for {
+		line, err := readLine(br, engine.MaxLineSize)
+		if err != nil {
+			break
+		}
+		if refusal := vetEngineLine(line, e.ep); refusal != nil {
+			if send(refusal) != nil {
+				break
+			}
+			continue
+		}
+		if _, err := e.stdin.Write(append(line, '\n')); err != nil {
+			break
+		}
+	}
+	// The controller is done with the engine, or gone: closing its input
+	// ends it, and with it its output.
+	_ = e.stdin.Close()
+	select {
+	case <-out:
+	case <-r.Context().Done():
+	case <-time.After(2 * time.Second):
+		e.kill()
+		<-out
+	}
+}
+
+// vetEngineLine returns nil if the line may go to the engine, or the
+// error response the controller gets instead.
+func vetEngineLine(line []byte, ep *endpoint) []byte {
+	req, err := engine.DecodeRequest(line)
+	if err == nil {
+		var el engineLine
+		switch req.Op {
+		case engine.OpListen:
+			el.listenAddr, _ = netip.ParseAddr(req.Addr)
+		case engine.OpRun:
+			el.target, _ = netip.ParseAddrPort(req.Target)
+		}
+		err = checkEngineLine(el, ep.ep)
+	}
+	if err == nil {
+		return nil
+	}
+	resp, _ := json.Marshal(engine.Response{ID: req.ID, OK: false, Error: "agent: " + err.Error()})
+	return append(resp, '\n')
+}
+
+// readLine reads one line without its newline, refusing lines longer
+// than limit.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > limit+1 {
+			return nil, fmt.Errorf("line longer than %d bytes", limit)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				return bytes.TrimSuffix(line, []byte("\n")), nil
+			}
+			return nil, err
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), nil
+	}
+}

@@ -1,0 +1,360 @@
+package agent
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/cleanup"
+	"cnbench/internal/cpu"
+	"cnbench/internal/mode"
+	"cnbench/internal/netns"
+	"cnbench/internal/topo"
+)
+
+// session is what one controller had the agent build for one case: a
+// host, its endpoints with their cgroups, and their engines. Everything
+// carries the session's own run token, which the agent claims as owner,
+// so `cnbench cleanup` on this machine leaves a live agent's objects alone
+// and removes those of a dead one.
+type session struct {
+	id      string
+	token   netns.Token
+	timeout time.Duration
+
+	mu        sync.Mutex
+	closed    bool
+	topo      *topo.Topology
+	mode      mode.Mode
+	modeName  string
+	endpoints map[string]*endpoint
+	engines   map[string]*engineProc
+	nextID    int
+	held      bool
+}
+
+type endpoint struct {
+	ep     *topo.Endpoint
+	cgName string
+	cgroup *cpu.Cgroup
+}
+
+type engineProc struct {
+	id       string
+	ep       *endpoint
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	stdout   *bufio.Reader
+	attached bool
+	waited   chan struct{}
+}
+
+var endpointName = regexp.MustCompile(`^[a-z][a-z0-9]{0,5}$`)
+
+// buildHost makes the session's host on the agent's parent NIC.
+func (s *session) buildHost(a *Server, req HostRequest) (HostResponse, error) {
+	if req.Topology != topo.CHHC {
+		return HostResponse{}, fmt.Errorf("%w: topology %s: only %s spans machines through agents", mode.ErrUnsupported, req.Topology, topo.CHHC)
+	}
+	if req.Hosts < 2 || req.Hosts > maxHosts || req.Index < 1 || req.Index > req.Hosts {
+		return HostResponse{}, refused("host %d of %d: expected 1 <= index <= hosts <= %d", req.Index, req.Hosts, maxHosts)
+	}
+	if req.MTU != 0 && (req.MTU < 576 || req.MTU > 65535) {
+		return HostResponse{}, refused("mtu %d out of range 576..65535", req.MTU)
+	}
+	if req.NICRateBPS < 0 {
+		return HostResponse{}, refused("nic_rate_bps %d is negative", req.NICRateBPS)
+	}
+	for _, o := range []string{req.GRO, req.GSO, req.TSO, req.TxChecksum} {
+		if o != "" && o != "on" && o != "off" {
+			return HostResponse{}, refused("offload %q: expected on, off or nothing", o)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return HostResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+	}
+	if s.topo != nil {
+		return HostResponse{}, refused("session %s has its host already", s.id)
+	}
+	parent, err := netlink.LinkByName(a.parent)
+	if err != nil {
+		return HostResponse{}, fmt.Errorf("find the parent NIC %s: %w", a.parent, err)
+	}
+	opts := topo.Options{NICRateBPS: req.NICRateBPS, MTU: req.MTU,
+		Offloads: topo.Offloads{GRO: req.GRO, GSO: req.GSO, TSO: req.TSO, TxChecksum: req.TxChecksum}}
+	t, err := topo.BuildOnParent(req.Topology, s.token, opts, req.Index, req.Hosts, parent)
+	if errors.Is(err, topo.ErrNICLimit) {
+		err = fmt.Errorf("%w: %w", mode.ErrUnsupported, err)
+	}
+	if err != nil {
+		return HostResponse{}, err
+	}
+	s.topo = t
+	h := t.Hosts[0]
+	return HostResponse{Addr: h.Addr.String(), NS: h.NS.Name}, nil
+}
+
+// placeEndpoint places an endpoint of a registered mode on the host and
+// gives it a cgroup.
+func (s *session) placeEndpoint(a *Server, req EndpointRequest) (EndpointResponse, error) {
+	if !endpointName.MatchString(req.Name) {
+		return EndpointResponse{}, refused("endpoint name %q: expected a lower-case letter then up to 5 letters or digits", req.Name)
+	}
+	d, ok := mode.Lookup(req.Mode)
+	if !ok {
+		return EndpointResponse{}, refused("unknown mode %q", req.Mode)
+	}
+	if err := d.Check(topo.CHHC); err != nil {
+		return EndpointResponse{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return EndpointResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+	}
+	if s.topo == nil {
+		return EndpointResponse{}, refused("session %s has no host yet", s.id)
+	}
+	if _, dup := s.endpoints[req.Name]; dup || len(s.endpoints) >= maxEndpoints {
+		return EndpointResponse{}, refused("endpoint %q exists, or the session holds %d already", req.Name, maxEndpoints)
+	}
+	if s.mode == nil {
+		s.mode, s.modeName = d.New(s.topo), req.Mode
+	} else if s.modeName != req.Mode {
+		return EndpointResponse{}, refused("session %s builds mode %s, not %s", s.id, s.modeName, req.Mode)
+	}
+	ep, err := s.mode.Endpoint(s.topo.Hosts[0], req.Name)
+	if err != nil {
+		return EndpointResponse{}, err
+	}
+	if err := s.topo.ApplyOffloads(); err != nil {
+		return EndpointResponse{}, err
+	}
+	if err := topo.SetOffloads(s.topo.Hosts[0].NS, s.topo.Opts.Offloads, topo.NICName); err != nil {
+		return EndpointResponse{}, err
+	}
+	cgName := s.token.Name(req.Name)
+	cg, err := a.hier.Create(cgName)
+	if err != nil {
+		return EndpointResponse{}, err
+	}
+	s.endpoints[req.Name] = &endpoint{ep: ep, cgName: cgName, cgroup: cg}
+	return EndpointResponse{Addr: ep.Addr.String(), NS: ep.NS.Name}, nil
+}
+
+func (s *session) expose(req ExposeRequest) (ExposeResponse, error) {
+	if req.Port < 1 || req.Port > 65535 {
+		return ExposeResponse{}, refused("port %d out of range 1..65535", req.Port)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ep, err := s.endpointLocked(req.Endpoint)
+	if err != nil {
+		return ExposeResponse{}, err
+	}
+	target, err := s.mode.Expose(ep.ep, req.Port)
+	if err != nil {
+		return ExposeResponse{}, err
+	}
+	return ExposeResponse{Target: target.String()}, nil
+}
+
+func (s *session) endpointLocked(name string) (*endpoint, error) {
+	if s.closed {
+		return nil, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+	}
+	ep, ok := s.endpoints[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: endpoint %q in session %s", ErrNotFound, name, s.id)
+	}
+	return ep, nil
+}
+
+// startEngine forks the agent's own executable as `engine` from a thread
+// inside the endpoint's namespace, moves it into the endpoint's cgroup,
+// and keeps its stdin and stdout for the controller to attach to. The
+// parent-death signal ends it with the agent.
+func (s *session) startEngine(a *Server, req EngineRequest) (EngineResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ep, err := s.endpointLocked(req.Endpoint)
+	if err != nil {
+		return EngineResponse{}, err
+	}
+	if len(s.engines) >= maxEngines {
+		return EngineResponse{}, refused("session %s runs %d engines already", s.id, maxEngines)
+	}
+	cmd := exec.Command(a.engine[0], a.engine[1:]...)
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.NS.Name, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.NS.Name, err)
+	}
+	if err := ep.ep.NS.Do(cmd.Start); err != nil {
+		return EngineResponse{}, fmt.Errorf("start the engine in %s: %w", ep.ep.NS.Name, err)
+	}
+	s.nextID++
+	e := &engineProc{id: fmt.Sprintf("e%d", s.nextID), ep: ep, cmd: cmd, stdin: stdin,
+		stdout: bufio.NewReaderSize(stdout, 64<<10), waited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(e.waited)
+	}()
+	if err := ep.cgroup.Add(cmd.Process.Pid); err != nil {
+		e.kill()
+		return EngineResponse{}, err
+	}
+	s.engines[e.id] = e
+	return EngineResponse{Engine: e.id, PID: cmd.Process.Pid}, nil
+}
+
+// kill ends the engine by its PID and reaps it.
+func (e *engineProc) kill() {
+	select {
+	case <-e.waited:
+		return
+	default:
+	}
+	_ = e.cmd.Process.Kill()
+	<-e.waited
+}
+
+// stopWithin closes the engine's input, which ends it by itself, and
+// kills it if it has not ended after grace.
+func (e *engineProc) stopWithin(grace time.Duration) {
+	_ = e.stdin.Close()
+	select {
+	case <-e.waited:
+	case <-time.After(grace):
+		e.kill()
+	}
+}
+
+func (s *session) engine(id string) (*engineProc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+	}
+	e, ok := s.engines[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: engine %q in session %s", ErrNotFound, id, s.id)
+	}
+	return e, nil
+}
+
+func (s *session) stopEngine(req StopRequest) error {
+	if req.GraceMS < 0 || req.GraceMS > 60_000 {
+		return refused("grace_ms %d out of range 0..60000", req.GraceMS)
+	}
+	e, err := s.engine(req.Engine)
+	if err != nil {
+		return err
+	}
+	e.stopWithin(time.Duration(req.GraceMS) * time.Millisecond)
+	return nil
+}
+
+func (s *session) usage(req UsageRequest) (UsageResponse, error) {
+	s.mu.Lock()
+	ep, err := s.endpointLocked(req.Endpoint)
+	s.mu.Unlock()
+	if err != nil {
+		return UsageResponse{}, err
+	}
+	u, err := ep.cgroup.Usage()
+	if err != nil {
+		return UsageResponse{}, err
+	}
+	soft, err := cpu.Softirq()
+	if err != nil {
+		return UsageResponse{}, err
+	}
+	h, err := netlink.NewHandleAt(ep.ep.NS.Handle())
+	if err != nil {
+		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.NS.Name, err)
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.NS.Name, err)
+	}
+	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: soft.Nanoseconds()}
+	for _, l := range links {
+		st := l.Attrs().Statistics
+		if st == nil {
+			continue
+		}
+		resp.Links = append(resp.Links, Link{Name: l.Attrs().Name, Type: l.Type(), Enslaved: l.Attrs().MasterIndex != 0,
+			RxBytes: st.RxBytes, RxPackets: st.RxPackets, RxDropped: st.RxDropped, TxBytes: st.TxBytes, TxPackets: st.TxPackets})
+	}
+	return resp, nil
+}
+
+// close removes everything the session made, in the reverse order of
+// making: engines (by PID), cgroups, then the namespaces with every link,
+// address and route in them, and the claim on the token. It goes on past
+// errors and is safe to call more than once.
+func (s *session) close(a *Server) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	engines, endpoints, t := s.engines, s.endpoints, s.topo
+	s.mu.Unlock()
+	var errs []error
+	for _, e := range engines {
+		e.stopWithin(200 * time.Millisecond)
+	}
+	for _, ep := range endpoints {
+		errs = append(errs, a.hier.Remove(ep.cgName))
+	}
+	if t != nil {
+		errs = append(errs, t.Close())
+	}
+	errs = append(errs, cleanup.Release(s.token))
+	return errors.Join(errs...)
+}
+
+// checkEngineLine decides whether a control line from the controller may
+// reach the engine: only listens on the endpoint's own address and runs
+// against cnbench's benchmark range, so an engine on this machine never
+// sends a byte outside cnbench's namespaces.
+func checkEngineLine(req engineLine, ep *topo.Endpoint) error {
+	switch {
+	case req.listenAddr.IsValid():
+		if req.listenAddr != ep.Addr && !req.listenAddr.IsUnspecified() {
+			return refused("listen on %s: the endpoint's address is %s", req.listenAddr, ep.Addr)
+		}
+	case req.target.IsValid():
+		if !topo.Pool.Contains(req.target.Addr()) {
+			return refused("run against %s: targets must be in cnbench's range %s", req.target, topo.Pool)
+		}
+	}
+	return nil
+}
+
+// engineLine is what checkEngineLine needs of a control request.
+type engineLine struct {
+	listenAddr netip.Addr
+	target     netip.AddrPort
+}
