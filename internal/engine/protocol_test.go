@@ -50,6 +50,14 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"id":7,"op":"listen","addr":null,"port":1e9}`,
 		`[1,2,3]`,
 		``,
+		`{"id":8,"op":"listen","addr":"0.0.0.0","port":0}`,
+		`{"id":9,"op":"listen","addr":"::","port":65536}`,
+		`{"id":10,"op":"run","workload":"tcp_stream","target":"198.19.1.1:1","flows":1000000,"msg_size":9223372036854775807,"duration_ms":-1}`,
+		`{"id":11,"op":"run","workload":"tcp_rr","target":"not an address","flows":1,"duration_ms":1e400}`,
+		`{"id":12,"op":"quit","op":"listen"}`,
+		`{"id":13,"op":"collect","session":-1,"timeout_ms":-5}`,
+		`{"id":` + strings.Repeat("[", 10000) + `}`,
+		"\x00\xff{\"id\":1}\n{\"id\":2}",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -2,7 +2,10 @@ package scenario
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -17,8 +20,18 @@ func FuzzParse(f *testing.F) {
 		"workloads: [{type: tcp_stream, msg_size: [64, 64K, 1M]}]\nduration: 0.5\n",
 		"a: 1\n---\nb: 2\n",
 		"<<: {modes: host}\n",
+		"modes: [" + strings.Repeat("[", 3000) + "\n",
+		"workloads: [{type: tcp_stream, flows: [1000000]}]\nduration: -1s\nsamples: 0\n",
+		"\x00\xff\xfe{\x01]:\n\t- &\n",
 	} {
 		f.Add([]byte(seed))
+	}
+	// Every hostile file the CLI is tested with seeds the fuzzer too.
+	hostile, _ := filepath.Glob(filepath.Join("..", "..", "cmd", "cnbench", "testdata", "hostile", "*.yaml"))
+	for _, file := range hostile {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("fuzz.yaml", data, testVocab)

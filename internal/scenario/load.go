@@ -577,6 +577,10 @@ func (p *parser) fields(m *yaml.Node, path string, allowed []string) map[string]
 		name := k.Value
 		keyPath := joinPath(path, name)
 		if !slices.Contains(allowed, name) {
+			if why, ok := refusedKeys[strings.ToLower(name)]; ok {
+				p.report(k, keyPath, fmt.Sprintf("unknown key %q: %s (allowed keys: %s)", name, why, quoteList(allowed)))
+				continue
+			}
 			p.report(k, keyPath, fmt.Sprintf("unknown key %q; allowed keys: %s%s", name, quoteList(allowed), suggest(name, allowed)))
 			continue
 		}
