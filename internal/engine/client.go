@@ -165,7 +165,13 @@ func (c *Client) call(ctx context.Context, req Request) (Response, error) {
 // Listen starts a data listener on addr:port (port 0 picks a free one) and
 // returns its port.
 func (c *Client) Listen(ctx context.Context, addr string, port int) (int, error) {
-	resp, err := c.call(ctx, Request{Op: OpListen, Addr: addr, Port: port})
+	return c.ListenWith(ctx, addr, port, SocketOptions{})
+}
+
+// ListenWith is Listen with socket options for everything the listener
+// serves.
+func (c *Client) ListenWith(ctx context.Context, addr string, port int, o SocketOptions) (int, error) {
+	resp, err := c.call(ctx, Request{Op: OpListen, Addr: addr, Port: port, RunSpec: RunSpec{SocketOptions: o}})
 	if err != nil {
 		return 0, fmt.Errorf("engine listen on %s port %d: %w", addr, port, err)
 	}
@@ -191,6 +197,7 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) (*RunResult, error) {
 	if resp.TCPRetransmits != nil {
 		r.Retransmits, r.RetransmitsKnown = *resp.TCPRetransmits, true
 	}
+	r.SentPackets, r.Lost, r.RTT = resp.SentPackets, resp.Lost, resp.RTT
 	return r, nil
 }
 
@@ -211,6 +218,11 @@ func (c *Client) Collect(ctx context.Context, session uint64, timeout time.Durat
 		Flows:         resp.Flows,
 		Transactions:  resp.Transactions,
 		Intervals:     resp.Intervals,
+		Packets:       resp.Packets,
+		PeerSent:      resp.PeerSent,
+		PeerLost:      resp.PeerLost,
+		OutOfOrder:    resp.OutOfOrder,
+		JitterNS:      resp.JitterNS,
 	}, nil
 }
 

@@ -18,6 +18,14 @@ const (
 const (
 	kindStream uint8 = 1
 	kindRR     uint8 = 2
+	// kindCRR opens every connection of a tcp_crr flow: the header and
+	// the request go out in one write, and the server closes after its
+	// response.
+	kindCRR uint8 = 3
+	// The UDP kinds open a flow's control connection; its datagrams go
+	// to the listener's UDP socket on the same port.
+	kindUDPStream uint8 = 4
+	kindUDPRR     uint8 = 5
 )
 
 // connHeader layout, big-endian:
@@ -36,10 +44,22 @@ type connHeader struct {
 }
 
 func kindOf(workload string) uint8 {
-	if workload == WorkloadTCPRR {
+	switch workload {
+	case WorkloadTCPRR:
 		return kindRR
+	case WorkloadTCPCRR:
+		return kindCRR
+	case WorkloadUDPStream:
+		return kindUDPStream
+	case WorkloadUDPRR:
+		return kindUDPRR
 	}
 	return kindStream
+}
+
+// transactional reports whether a kind carries request and response sizes.
+func transactional(kind uint8) bool {
+	return kind == kindRR || kind == kindCRR || kind == kindUDPRR
 }
 
 func (h connHeader) marshal() []byte {
@@ -74,13 +94,13 @@ func parseConnHeader(b []byte) (connHeader, error) {
 		responseSize: binary.BigEndian.Uint32(b[28:]),
 	}
 	switch {
-	case h.kind != kindStream && h.kind != kindRR:
+	case h.kind < kindStream || h.kind > kindUDPRR:
 		return h, fmt.Errorf("unknown workload kind %d", h.kind)
 	case h.flowCount == 0 || h.flowCount > MaxFlows:
 		return h, fmt.Errorf("flow count %d out of range 1..%d", h.flowCount, MaxFlows)
 	case h.flowIndex >= h.flowCount:
 		return h, fmt.Errorf("flow index %d not below flow count %d", h.flowIndex, h.flowCount)
-	case h.kind == kindRR && (h.requestSize == 0 || h.requestSize > MaxMessageSize ||
+	case transactional(h.kind) && (h.requestSize == 0 || h.requestSize > MaxMessageSize ||
 		h.responseSize == 0 || h.responseSize > MaxMessageSize):
 		return h, errors.New("transaction sizes out of range")
 	}

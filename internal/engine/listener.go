@@ -8,12 +8,16 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// listen starts a data listener and serves its connections in the
-// background until the engine stops.
-func (e *engine) listen(addr string, port int) (int, error) {
+// listen starts a data listener, a TCP listener and a UDP socket on one
+// port, and serves them in the background until the engine stops. The
+// socket options apply to every connection and datagram socket it serves.
+func (e *engine) listen(addr string, port int, o SocketOptions) (int, error) {
 	ip, err := netip.ParseAddr(addr)
 	if err != nil {
 		return 0, fmt.Errorf("listen address %q: %w", addr, err)
@@ -24,24 +28,46 @@ func (e *engine) listen(addr string, port int) (int, error) {
 	if ip.IsUnspecified() {
 		return 0, fmt.Errorf("listen address %s: refusing the wildcard address; give the endpoint's own address", addr)
 	}
-	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port))))
-	if err != nil {
-		return 0, fmt.Errorf("listen on %s: %w", net.JoinHostPort(addr, fmt.Sprint(port)), err)
-	}
-	e.mu.Lock()
-	if e.stopping {
+	// With port 0 the kernel picks a free TCP port, which UDP may hold;
+	// another pick then usually succeeds.
+	for attempt := 0; ; attempt++ {
+		lc := net.ListenConfig{Control: controlOptions(o)}
+		l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
+		if err != nil {
+			return 0, fmt.Errorf("listen on %s: %w", net.JoinHostPort(addr, fmt.Sprint(port)), err)
+		}
+		ln := l.(*net.TCPListener)
+		bound := ln.Addr().(*net.TCPAddr).Port
+		fd, err := bindUDP(ip, bound, o)
+		if err != nil {
+			ln.Close()
+			if port == 0 && attempt < 20 && errors.Is(err, unix.EADDRINUSE) {
+				continue
+			}
+			return 0, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		udp, err := e.sockets.adopt(fd)
+		if err != nil {
+			ln.Close()
+			return 0, err
+		}
+		e.mu.Lock()
+		if e.stopping {
+			e.mu.Unlock()
+			ln.Close()
+			udp.close()
+			return 0, errStopped
+		}
+		e.listeners = append(e.listeners, ln)
+		e.work.Add(2)
 		e.mu.Unlock()
-		ln.Close()
-		return 0, errStopped
+		go e.acceptLoop(ln, o)
+		go e.serveUDP(udp)
+		return bound, nil
 	}
-	e.listeners = append(e.listeners, ln)
-	e.work.Add(1)
-	e.mu.Unlock()
-	go e.acceptLoop(ln)
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (e *engine) acceptLoop(ln *net.TCPListener) {
+func (e *engine) acceptLoop(ln *net.TCPListener, o SocketOptions) {
 	defer e.work.Done()
 	for {
 		conn, err := ln.AcceptTCP()
@@ -54,14 +80,14 @@ func (e *engine) acceptLoop(ln *net.TCPListener) {
 			continue
 		}
 		e.work.Add(1)
-		go e.serveConn(conn)
+		go e.serveConn(conn, o)
 	}
 }
 
 // serveConn reads a data connection's header, then serves the flow on this
 // goroutine's own thread with blocking system calls. Connections that fail
 // before joining a session are dropped silently: they carry no results.
-func (e *engine) serveConn(conn *net.TCPConn) {
+func (e *engine) serveConn(conn *net.TCPConn, o SocketOptions) {
 	defer e.work.Done()
 	// Stopping must not wait for a silent peer's header timeout.
 	stopWaiting := context.AfterFunc(e.ctx, func() { conn.SetReadDeadline(time.Now()) })
@@ -78,15 +104,32 @@ func (e *engine) serveConn(conn *net.TCPConn) {
 		conn.Close()
 		return
 	}
+	if h.kind == kindCRR {
+		// A tcp_crr connection is one transaction of a flow, and the
+		// client's account of the flow is the only one.
+		serveCRR(conn, h, o)
+		return
+	}
 	s, err := e.sessions.join(h)
 	if err != nil {
 		conn.Close()
 		return
 	}
 	meter := &flowMeter{index: h.flowIndex}
+	var udp *udpFlow
+	if isUDPKind(h.kind) {
+		udp = s.udpFlow(h.flowIndex)
+		meter = &udp.meter
+	}
 	sock, err := e.adopt(conn)
-	if err == nil {
-		err = serveFlow(sock.fd, h, meter, s)
+	switch {
+	case err != nil && udp != nil:
+		udp.finish(0)
+	case err != nil:
+	case udp != nil:
+		err = serveUDPControl(sock.fd, udp)
+	default:
+		err = serveFlow(sock.fd, h, meter, s, o)
 	}
 	// Leave the session before closing the socket: the client waits for
 	// our close, so the session is complete by the time its run returns.
@@ -107,8 +150,8 @@ func (e *engine) adopt(conn *net.TCPConn) (*dataSocket, error) {
 
 // serveFlow runs the listener side of one flow on the calling goroutine's
 // own thread.
-func serveFlow(fd int, h connHeader, m *flowMeter, s *session) error {
-	if err := configureSocket(fd, h.kind == kindRR, serverSocketTimeout); err != nil {
+func serveFlow(fd int, h connHeader, m *flowMeter, s *session, o SocketOptions) error {
+	if err := configureSocket(fd, h.kind == kindRR && !o.Nagle, serverSocketTimeout); err != nil {
 		return err
 	}
 	runtime.LockOSThread()

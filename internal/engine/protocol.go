@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"cnbench/internal/model"
@@ -27,7 +28,14 @@ const (
 const (
 	WorkloadTCPStream = "tcp_stream"
 	WorkloadTCPRR     = "tcp_rr"
+	WorkloadTCPCRR    = "tcp_crr"
+	WorkloadUDPStream = "udp_stream"
+	WorkloadUDPRR     = "udp_rr"
+	WorkloadPing      = "ping"
 )
+
+// Workloads lists what the engine runs.
+var Workloads = []string{WorkloadTCPStream, WorkloadTCPRR, WorkloadTCPCRR, WorkloadUDPStream, WorkloadUDPRR, WorkloadPing}
 
 // Limits on request values. They reject requests that could only come from
 // a bug, before they turn into exhausted memory or threads.
@@ -38,7 +46,34 @@ const (
 	MaxCollectWait = time.Hour
 	// MaxLineSize is the longest control line the engine accepts.
 	MaxLineSize = 1 << 20
+	// MaxDatagram is the largest UDP payload over IPv4; MinDatagram holds
+	// the engine's datagram header (sequence number and send time).
+	MaxDatagram = 65507
+	MinDatagram = datagramHeaderSize
+	// MinPingPayload holds an echo's index and send time; MaxPingPayload
+	// is the largest ICMP echo payload over IPv4.
+	MinPingPayload = 16
+	MaxPingPayload = 65507 - 8
+	MaxPingCount   = 10_000_000
+	MaxPingGap     = time.Minute
 )
+
+// SocketOptions are the TCP and socket knobs of a run or a listener;
+// zero values leave the kernel's defaults.
+type SocketOptions struct {
+	// MSS clamps the maximum segment size (TCP_MAXSEG), set before the
+	// connection is made so both directions use it.
+	MSS int `json:"mss,omitempty"`
+	// SendBuffer and ReceiveBuffer set SO_SNDBUF and SO_RCVBUF (the
+	// kernel doubles them for its bookkeeping, as setsockopt(7) says).
+	SendBuffer    int `json:"send_buffer,omitempty"`
+	ReceiveBuffer int `json:"receive_buffer,omitempty"`
+	// CC names the congestion control algorithm (TCP_CONGESTION).
+	CC string `json:"cc,omitempty"`
+	// Nagle leaves Nagle's algorithm on for request/response flows, which
+	// otherwise set TCP_NODELAY.
+	Nagle bool `json:"nagle,omitempty"`
+}
 
 // RunSpec describes one timed workload run from the client side.
 type RunSpec struct {
@@ -52,8 +87,18 @@ type RunSpec struct {
 	RequestSize  int   `json:"request_size,omitempty"`
 	ResponseSize int   `json:"response_size,omitempty"`
 	DurationMS   int64 `json:"duration_ms"`
-	// NoDelay sets TCP_NODELAY on stream flows; rr flows always have it.
+	// NoDelay sets TCP_NODELAY on stream flows; rr flows have it unless
+	// Nagle is set.
 	NoDelay bool `json:"nodelay,omitempty"`
+	// RateBPS or RatePPS pace each udp_stream flow to an offered rate of
+	// UDP payload bits or datagrams per second; zero is unlimited.
+	RateBPS int64 `json:"rate_bps,omitempty"`
+	RatePPS int64 `json:"rate_pps,omitempty"`
+	// Count and IntervalUS shape a ping run: Count echoes (0: as many as
+	// fit the duration) IntervalUS apart. MsgSize is the echo payload.
+	Count      int   `json:"count,omitempty"`
+	IntervalUS int64 `json:"interval_us,omitempty"`
+	SocketOptions
 }
 
 // Request is one control line sent to the engine. Which fields apply
@@ -86,6 +131,12 @@ type Response struct {
 	LatencyHDR string `json:"latency_hdr,omitempty"`
 	// TCPRetransmits is absent when the kernel did not report TCP_INFO.
 	TCPRetransmits *int64 `json:"tcp_retransmits,omitempty"`
+	// SentPackets are datagrams (or echoes) sent; Lost are udp_rr
+	// transactions or echoes that got no answer in time.
+	SentPackets int64 `json:"sent_packets,omitempty"`
+	Lost        int64 `json:"lost,omitempty"`
+	// Ping round trips, in nanoseconds, over the echoes answered.
+	RTT *RTTStats `json:"rtt,omitempty"`
 
 	// collect
 	ReceivedBytes int64            `json:"received_bytes,omitempty"`
@@ -93,10 +144,27 @@ type Response struct {
 	LastByteNS    int64            `json:"last_byte_ns,omitempty"`
 	Flows         int              `json:"flows,omitempty"`
 	Intervals     []model.Interval `json:"intervals,omitempty"`
+	// UDP: datagrams received, those the senders reported sending, their
+	// difference, arrivals with a sequence number below one already seen,
+	// and the mean over flows of RFC 3550 interarrival jitter.
+	Packets    int64   `json:"packets,omitempty"`
+	PeerSent   int64   `json:"peer_sent,omitempty"`
+	PeerLost   int64   `json:"peer_lost,omitempty"`
+	OutOfOrder int64   `json:"out_of_order,omitempty"`
+	JitterNS   float64 `json:"jitter_ns,omitempty"`
 
 	// run and collect
 	ElapsedNS    int64 `json:"elapsed_ns,omitempty"`
 	Transactions int64 `json:"transactions,omitempty"`
+}
+
+// RTTStats summarise ping round trips in nanoseconds; Mdev is the
+// standard deviation as iputils ping computes it.
+type RTTStats struct {
+	Min  float64 `json:"min"`
+	Avg  float64 `json:"avg"`
+	Max  float64 `json:"max"`
+	Mdev float64 `json:"mdev"`
 }
 
 // RunResult is the client side's account of a run.
@@ -110,6 +178,10 @@ type RunResult struct {
 	LatencyHDR       []byte
 	Retransmits      int64
 	RetransmitsKnown bool
+	// SentPackets and Lost are datagrams or echoes sent and unanswered.
+	SentPackets, Lost int64
+	// RTT is set for ping runs that got at least one reply.
+	RTT *RTTStats
 }
 
 // SessionResult is the listener side's account of a session.
@@ -124,6 +196,9 @@ type SessionResult struct {
 	Transactions int64
 	// Intervals hold received bytes per second, from the first byte.
 	Intervals []model.Interval
+	// UDP sessions: see Response.
+	Packets, PeerSent, PeerLost, OutOfOrder int64
+	JitterNS                                float64
 }
 
 // wireRequest is the JSON form of a Request. Pointers tell a missing field
@@ -143,6 +218,71 @@ type wireRequest struct {
 	DurationMS   *int64  `json:"duration_ms,omitempty"`
 	NoDelay      *bool   `json:"nodelay,omitempty"`
 	TimeoutMS    *int64  `json:"timeout_ms,omitempty"`
+	RateBPS      *int64  `json:"rate_bps,omitempty"`
+	RatePPS      *int64  `json:"rate_pps,omitempty"`
+	Count        *int    `json:"count,omitempty"`
+	IntervalUS   *int64  `json:"interval_us,omitempty"`
+	MSS          *int    `json:"mss,omitempty"`
+	SendBuffer   *int    `json:"send_buffer,omitempty"`
+	RecvBuffer   *int    `json:"receive_buffer,omitempty"`
+	CC           *string `json:"cc,omitempty"`
+	Nagle        *bool   `json:"nagle,omitempty"`
+}
+
+// putOptions sets the socket option fields that are not zero.
+func (w *wireRequest) putOptions(o *SocketOptions) {
+	if o.MSS != 0 {
+		w.MSS = &o.MSS
+	}
+	if o.SendBuffer != 0 {
+		w.SendBuffer = &o.SendBuffer
+	}
+	if o.ReceiveBuffer != 0 {
+		w.RecvBuffer = &o.ReceiveBuffer
+	}
+	if o.CC != "" {
+		w.CC = &o.CC
+	}
+	if o.Nagle {
+		w.Nagle = &o.Nagle
+	}
+}
+
+// optionFields are the names of the socket option fields.
+var optionFields = []string{"mss", "send_buffer", "receive_buffer", "cc", "nagle"}
+
+// maxSocketBuffer bounds SO_SNDBUF and SO_RCVBUF requests.
+const maxSocketBuffer = 1 << 30
+
+// decodeOptions reads the socket option fields that are present.
+func (w *wireRequest) decodeOptions(o *SocketOptions) error {
+	var err error
+	if w.MSS != nil {
+		// TCP_MAXSEG accepts 88 (the kernel's minimum) up to 65535 - 40.
+		if o.MSS, err = intField("mss", w.MSS, 88, 65495); err != nil {
+			return err
+		}
+	}
+	if w.SendBuffer != nil {
+		if o.SendBuffer, err = intField("send_buffer", w.SendBuffer, 1, maxSocketBuffer); err != nil {
+			return err
+		}
+	}
+	if w.RecvBuffer != nil {
+		if o.ReceiveBuffer, err = intField("receive_buffer", w.RecvBuffer, 1, maxSocketBuffer); err != nil {
+			return err
+		}
+	}
+	if w.CC != nil {
+		if *w.CC == "" || len(*w.CC) > 15 || strings.ContainsAny(*w.CC, "\x00/ ") {
+			return fmt.Errorf("cc %q is not a congestion control name", *w.CC)
+		}
+		o.CC = *w.CC
+	}
+	if w.Nagle != nil {
+		o.Nagle = *w.Nagle
+	}
+	return nil
 }
 
 // MarshalJSON writes exactly the fields that apply to the request's op,
@@ -153,17 +293,32 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	switch r.Op {
 	case OpListen:
 		w.Addr, w.Port = &r.Addr, &r.Port
+		w.putOptions(&r.SocketOptions)
 	case OpRun:
 		w.Workload, w.Target, w.Session, w.Flows = &r.Workload, &r.Target, &r.Session, &r.Flows
 		w.DurationMS = &r.DurationMS
-		if r.Workload == WorkloadTCPRR {
+		switch r.Workload {
+		case WorkloadTCPRR, WorkloadTCPCRR, WorkloadUDPRR:
 			w.RequestSize, w.ResponseSize = &r.RequestSize, &r.ResponseSize
-		} else {
+		default:
 			w.MsgSize = &r.MsgSize
 		}
 		if r.NoDelay {
 			w.NoDelay = &r.NoDelay
 		}
+		if r.RateBPS != 0 {
+			w.RateBPS = &r.RateBPS
+		}
+		if r.RatePPS != 0 {
+			w.RatePPS = &r.RatePPS
+		}
+		if r.Count != 0 {
+			w.Count = &r.Count
+		}
+		if r.IntervalUS != 0 {
+			w.IntervalUS = &r.IntervalUS
+		}
+		w.putOptions(&r.SocketOptions)
 	case OpCollect:
 		w.Session, w.TimeoutMS = &r.Session, &r.TimeoutMS
 	}
@@ -252,6 +407,15 @@ func (w *wireRequest) only(allowed ...string) error {
 		{"duration_ms", w.DurationMS != nil},
 		{"nodelay", w.NoDelay != nil},
 		{"timeout_ms", w.TimeoutMS != nil},
+		{"rate_bps", w.RateBPS != nil},
+		{"rate_pps", w.RatePPS != nil},
+		{"count", w.Count != nil},
+		{"interval_us", w.IntervalUS != nil},
+		{"mss", w.MSS != nil},
+		{"send_buffer", w.SendBuffer != nil},
+		{"receive_buffer", w.RecvBuffer != nil},
+		{"cc", w.CC != nil},
+		{"nagle", w.Nagle != nil},
 	}
 	for _, f := range fields {
 		if f.present && !slices.Contains(allowed, f.name) {
@@ -262,7 +426,10 @@ func (w *wireRequest) only(allowed ...string) error {
 }
 
 func (w *wireRequest) decodeListen(req *Request) error {
-	if err := w.only("addr", "port"); err != nil {
+	if err := w.only(append([]string{"addr", "port"}, optionFields...)...); err != nil {
+		return err
+	}
+	if err := w.decodeOptions(&req.SocketOptions); err != nil {
 		return err
 	}
 	if w.Addr == nil {
@@ -287,34 +454,44 @@ func (w *wireRequest) decodeRun(req *Request) error {
 	}
 	spec := &req.RunSpec
 	spec.Workload = *w.Workload
+	common := append([]string{"workload", "target", "session", "flows", "duration_ms"}, optionFields...)
 	var err error
 	switch spec.Workload {
 	case WorkloadTCPStream:
-		err = w.only("workload", "target", "session", "flows", "msg_size", "duration_ms", "nodelay")
-	case WorkloadTCPRR:
-		err = w.only("workload", "target", "session", "flows", "request_size", "response_size", "duration_ms", "nodelay")
+		err = w.only(append(common, "msg_size", "nodelay")...)
+	case WorkloadUDPStream:
+		err = w.only(append(common, "msg_size", "rate_bps", "rate_pps")...)
+	case WorkloadTCPRR, WorkloadTCPCRR:
+		err = w.only(append(common, "request_size", "response_size", "nodelay")...)
+	case WorkloadUDPRR:
+		err = w.only(append(common, "request_size", "response_size")...)
+	case WorkloadPing:
+		err = w.only("workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us")
 	default:
 		return fmt.Errorf("unknown workload %q", spec.Workload)
 	}
 	if err != nil {
 		return err
 	}
+	if err := w.decodeOptions(&spec.SocketOptions); err != nil {
+		return err
+	}
 	if w.Target == nil {
 		return errors.New("missing field target")
 	}
-	target, err := netip.ParseAddrPort(*w.Target)
-	if err != nil {
-		return fmt.Errorf("target %q is not ip:port", *w.Target)
-	}
-	if target.Port() == 0 || target.Addr().IsUnspecified() {
-		return fmt.Errorf("target %q cannot be connected to", *w.Target)
+	if err := checkTarget(spec.Workload, *w.Target); err != nil {
+		return err
 	}
 	spec.Target = *w.Target
 	if w.Session == nil {
 		return errors.New("missing field session")
 	}
 	spec.Session = *w.Session
-	if spec.Flows, err = intField("flows", w.Flows, 1, MaxFlows); err != nil {
+	maxFlows := MaxFlows
+	if spec.Workload == WorkloadPing {
+		maxFlows = 1
+	}
+	if spec.Flows, err = intField("flows", w.Flows, 1, maxFlows); err != nil {
 		return err
 	}
 	if w.DurationMS == nil {
@@ -327,15 +504,77 @@ func (w *wireRequest) decodeRun(req *Request) error {
 	if w.NoDelay != nil {
 		spec.NoDelay = *w.NoDelay
 	}
-	if spec.Workload == WorkloadTCPRR {
-		if spec.RequestSize, err = intField("request_size", w.RequestSize, 1, MaxMessageSize); err != nil {
+	switch spec.Workload {
+	case WorkloadTCPRR, WorkloadTCPCRR, WorkloadUDPRR:
+		lo, hi := 1, MaxMessageSize
+		if spec.Workload == WorkloadUDPRR {
+			lo, hi = MinDatagram, MaxDatagram
+		}
+		if spec.RequestSize, err = intField("request_size", w.RequestSize, lo, hi); err != nil {
 			return err
 		}
-		spec.ResponseSize, err = intField("response_size", w.ResponseSize, 1, MaxMessageSize)
+		spec.ResponseSize, err = intField("response_size", w.ResponseSize, lo, hi)
 		return err
+	case WorkloadUDPStream:
+		if spec.MsgSize, err = intField("msg_size", w.MsgSize, MinDatagram, MaxDatagram); err != nil {
+			return err
+		}
+		if w.RateBPS != nil && w.RatePPS != nil {
+			return errors.New("rate_bps and rate_pps exclude each other")
+		}
+		if w.RateBPS != nil {
+			if *w.RateBPS < 1 {
+				return fmt.Errorf("rate_bps %d is not positive", *w.RateBPS)
+			}
+			spec.RateBPS = *w.RateBPS
+		}
+		if w.RatePPS != nil {
+			if *w.RatePPS < 1 || *w.RatePPS > 1e9 {
+				return fmt.Errorf("rate_pps %d out of range 1..1000000000", *w.RatePPS)
+			}
+			spec.RatePPS = *w.RatePPS
+		}
+		return nil
+	case WorkloadPing:
+		if spec.MsgSize, err = intField("msg_size", w.MsgSize, MinPingPayload, MaxPingPayload); err != nil {
+			return err
+		}
+		if w.Count != nil {
+			if spec.Count, err = intField("count", w.Count, 1, MaxPingCount); err != nil {
+				return err
+			}
+		}
+		if w.IntervalUS == nil {
+			return errors.New("missing field interval_us")
+		}
+		if *w.IntervalUS < 1 || *w.IntervalUS > MaxPingGap.Microseconds() {
+			return fmt.Errorf("interval_us %d out of range 1..%d", *w.IntervalUS, MaxPingGap.Microseconds())
+		}
+		spec.IntervalUS = *w.IntervalUS
+		return nil
 	}
 	spec.MsgSize, err = intField("msg_size", w.MsgSize, 1, MaxMessageSize)
 	return err
+}
+
+// checkTarget checks a run's target: an address to ping, or ip:port of a
+// listener for everything else.
+func checkTarget(workload, target string) error {
+	if workload == WorkloadPing {
+		addr, err := netip.ParseAddr(target)
+		if err != nil || addr.IsUnspecified() || addr.Zone() != "" {
+			return fmt.Errorf("target %q is not an address to ping", target)
+		}
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(target)
+	if err != nil {
+		return fmt.Errorf("target %q is not ip:port", target)
+	}
+	if ap.Port() == 0 || ap.Addr().IsUnspecified() {
+		return fmt.Errorf("target %q cannot be connected to", target)
+	}
+	return nil
 }
 
 func (w *wireRequest) decodeCollect(req *Request) error {

@@ -15,6 +15,16 @@ func TestRequestRoundTrip(t *testing.T) {
 		{ID: 3, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadTCPRR, Target: "10.0.0.2:5201",
 			Session: 1 << 63, Flows: 1, RequestSize: 1, ResponseSize: MaxMessageSize, DurationMS: 1}},
 		{ID: 4, Op: OpCollect, RunSpec: RunSpec{Session: 9}, TimeoutMS: 500},
+		{ID: 5, Op: OpListen, Addr: "198.18.0.1", Port: 5201, RunSpec: RunSpec{SocketOptions: SocketOptions{
+			MSS: 1460, SendBuffer: 1 << 20, ReceiveBuffer: 1 << 20, CC: "cubic", Nagle: true}}},
+		{ID: 6, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadUDPStream, Target: "198.19.1.1:5201",
+			Session: 2, Flows: 4, MsgSize: 1472, DurationMS: 1000, RateBPS: 1_000_000_000}},
+		{ID: 7, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadUDPRR, Target: "198.19.1.1:5201",
+			Session: 3, Flows: 1, RequestSize: 32, ResponseSize: MaxDatagram, DurationMS: 1, SocketOptions: SocketOptions{ReceiveBuffer: 4096}}},
+		{ID: 8, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadTCPCRR, Target: "198.19.1.1:5201",
+			Session: 4, Flows: 2, RequestSize: 64, ResponseSize: 64, DurationMS: 1, SocketOptions: SocketOptions{MSS: 536, CC: "reno"}}},
+		{ID: 9, Op: OpRun, RunSpec: RunSpec{Workload: WorkloadPing, Target: "198.19.1.1",
+			Session: 5, Flows: 1, MsgSize: 32 << 10, Count: 100, IntervalUS: 10000, DurationMS: 10000}},
 		{ID: 0, Op: OpQuit},
 	} {
 		line, err := json.Marshal(req)
@@ -46,6 +56,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"id":3,"op":"run","workload":"tcp_rr","target":"[::1]:5201","session":3,"flows":1,"request_size":1,"response_size":1,"duration_ms":1000}`,
 		`{"id":4,"op":"collect","session":3,"timeout_ms":1000}`,
 		`{"id":5,"op":"quit"}`,
+		`{"id":8,"op":"run","workload":"udp_stream","target":"127.0.0.1:5201","session":3,"flows":1,"msg_size":1472,"duration_ms":1000,"rate_pps":1000}`,
+		`{"id":9,"op":"run","workload":"ping","target":"127.0.0.1","session":0,"flows":1,"msg_size":56,"interval_us":1000,"duration_ms":1000}`,
 		`{"id":6,"op":"run","flows":-1}`,
 		`{"id":7,"op":"listen","addr":null,"port":1e9}`,
 		`[1,2,3]`,

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -24,16 +28,38 @@ type flowOutcome struct {
 	latency            *hdrhistogram.Histogram
 	retransmits        int64
 	retransmitsKnown   bool
+	packets, lost      int64
 	err                error
+}
+
+// clientFlow is one flow's sockets: the TCP connection (the data for TCP
+// workloads, the control for UDP ones) and the UDP socket; for tcp_crr a
+// holder of each transaction's connection.
+type clientFlow struct {
+	index int
+	tcp   *dataSocket
+	udp   *dataSocket
+}
+
+func (f *clientFlow) close() {
+	if f.tcp != nil {
+		f.tcp.close()
+	}
+	if f.udp != nil {
+		f.udp.close()
+	}
 }
 
 // run is the client side of a workload: it connects every flow first, then
 // starts them together and runs them to a shared monotonic deadline.
 func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
-	if spec.Flows > maxLiveSockets {
-		return Response{}, fmt.Errorf("%d flows exceed the engine's limit of %d", spec.Flows, maxLiveSockets)
+	if spec.Workload == WorkloadPing {
+		return e.ping(spec)
 	}
-	socks, err := e.connectFlows(ctx, spec)
+	if spec.Flows > maxLiveSockets || (isUDPKind(kindOf(spec.Workload)) && 2*spec.Flows > maxLiveSockets) {
+		return Response{}, fmt.Errorf("%d flows exceed the engine's limit of %d sockets", spec.Flows, maxLiveSockets)
+	}
+	flows, err := e.connectFlows(ctx, spec)
 	if err != nil {
 		return Response{}, err
 	}
@@ -43,9 +69,9 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 		// Shared by all flows: senders only read it.
 		streamBuf = make([]byte, spec.MsgSize)
 	}
-	outcomes := make([]flowOutcome, len(socks))
+	outcomes := make([]flowOutcome, len(flows))
 	for i := range outcomes {
-		if spec.Workload == WorkloadTCPRR {
+		if transactional(kindOf(spec.Workload)) {
 			outcomes[i].latency = newLatencyHistogram()
 		}
 	}
@@ -53,17 +79,17 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 	var ready, finished sync.WaitGroup
 	start := make(chan struct{})
 	var deadline int64
-	ready.Add(len(socks))
-	finished.Add(len(socks))
-	for i, sock := range socks {
+	ready.Add(len(flows))
+	finished.Add(len(flows))
+	for i, flow := range flows {
 		go func() {
 			defer finished.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			defer sock.close()
+			defer flow.close()
 			ready.Done()
 			<-start
-			outcomes[i] = runFlow(sock.fd, spec, deadline, streamBuf, outcomes[i].latency)
+			outcomes[i] = runFlow(flow, spec, deadline, streamBuf, outcomes[i].latency)
 		}()
 	}
 	// Start only once every flow sits on its own thread, so that thread
@@ -85,6 +111,8 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 		}
 		resp.SentBytes += o.sent
 		resp.Transactions += o.transactions
+		resp.SentPackets += o.packets
+		resp.Lost += o.lost
 		stoppedAt = max(stoppedAt, o.stoppedAt)
 		if o.retransmitsKnown {
 			retrans += o.retransmits
@@ -114,13 +142,43 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 
 // runFlow runs one flow on the calling (locked) thread, then closes its
 // sending side and waits for the listener to finish with it.
-func runFlow(fd int, spec RunSpec, deadline int64, streamBuf []byte, latency *hdrhistogram.Histogram) flowOutcome {
+func runFlow(flow *clientFlow, spec RunSpec, deadline int64, streamBuf []byte, latency *hdrhistogram.Histogram) flowOutcome {
 	var o flowOutcome
-	if spec.Workload == WorkloadTCPRR {
+	fd := flow.tcp.fd
+	switch spec.Workload {
+	case WorkloadTCPRR:
 		rr := rrOutcome{latency: latency}
 		o.err = runRR(fd, spec, deadline, &rr)
 		o.sent, o.transactions, o.stoppedAt, o.latency = rr.sent, rr.transactions, rr.stoppedAt, rr.latency
-	} else {
+	case WorkloadTCPCRR:
+		rr := rrOutcome{latency: latency}
+		o.err = runCRR(flow.tcp, spec, flowHeader(spec, flow.index), deadline, &rr)
+		o.sent, o.transactions, o.stoppedAt, o.latency = rr.sent, rr.transactions, rr.stoppedAt, rr.latency
+		// Every connection is closed already; there is nothing to drain.
+		return o
+	case WorkloadUDPStream:
+		buf := make([]byte, spec.MsgSize)
+		putDatagramHeader(buf, kindUDPStream, uint32(flow.index), spec.Session)
+		var u udpSender
+		o.err = sendUDPStream(flow.udp.fd, buf, spec, deadline, &u)
+		o.sent, o.packets, o.stoppedAt = u.bytes, u.packets, u.stoppedAt
+		if o.err == nil {
+			o.err = sendTrailer(fd, u.packets, u.bytes)
+		}
+	case WorkloadUDPRR:
+		request := make([]byte, spec.RequestSize)
+		putDatagramHeader(request, kindUDPRR, uint32(flow.index), spec.Session)
+		// One byte more than expected tells a truncated datagram apart.
+		response := make([]byte, max(spec.ResponseSize, datagramHeaderSize)+1)
+		rr := rrOutcome{latency: latency}
+		var u udpSender
+		o.err = runUDPRR(flow.udp.fd, spec, deadline, &rr, &u, request, response)
+		o.sent, o.transactions, o.stoppedAt, o.latency = rr.sent, rr.transactions, rr.stoppedAt, rr.latency
+		o.packets, o.lost = u.packets, u.lost
+		if o.err == nil {
+			o.err = sendTrailer(fd, u.packets, rr.sent)
+		}
+	default:
 		o.sent, o.stoppedAt, o.err = sendStream(fd, streamBuf, spec.Flows, deadline)
 	}
 	if o.err != nil {
@@ -129,40 +187,14 @@ func runFlow(fd int, spec RunSpec, deadline int64, streamBuf []byte, latency *hd
 	// Waiting for the listener's close means the receiver has counted
 	// every byte by the time run answers, so collect need not wait.
 	o.err = drainUntilClosed(fd)
-	o.retransmits, o.retransmitsKnown = retransmits(fd)
+	if !isUDPKind(kindOf(spec.Workload)) {
+		o.retransmits, o.retransmitsKnown = retransmits(fd)
+	}
 	return o
 }
 
-// connectFlows opens all flows concurrently and sends their headers.
-func (e *engine) connectFlows(ctx context.Context, spec RunSpec) ([]*dataSocket, error) {
-	socks := make([]*dataSocket, spec.Flows)
-	errs := make([]error, spec.Flows)
-	var wg sync.WaitGroup
-	for i := range socks {
-		wg.Go(func() {
-			socks[i], errs[i] = e.connectFlow(ctx, spec, i)
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, s := range socks {
-			if s != nil {
-				s.close()
-			}
-		}
-		return nil, err
-	}
-	return socks, nil
-}
-
-func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (*dataSocket, error) {
-	dialer := net.Dialer{Timeout: dialTimeout}
-	conn, err := dialer.DialContext(ctx, "tcp", spec.Target)
-	if err != nil {
-		return nil, fmt.Errorf("flow %d: connect: %w", index, err)
-	}
-	tcp := conn.(*net.TCPConn)
-	h := connHeader{
+func flowHeader(spec RunSpec, index int) connHeader {
+	return connHeader{
 		kind:         kindOf(spec.Workload),
 		session:      spec.Session,
 		flowIndex:    uint32(index),
@@ -170,10 +202,58 @@ func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (*dat
 		requestSize:  uint32(spec.RequestSize),
 		responseSize: uint32(spec.ResponseSize),
 	}
-	tcp.SetWriteDeadline(time.Now().Add(headerTimeout))
-	if _, err := tcp.Write(h.marshal()); err != nil {
+}
+
+// connectFlows opens all flows concurrently and sends their headers.
+func (e *engine) connectFlows(ctx context.Context, spec RunSpec) ([]*clientFlow, error) {
+	flows := make([]*clientFlow, spec.Flows)
+	errs := make([]error, spec.Flows)
+	var wg sync.WaitGroup
+	for i := range flows {
+		wg.Go(func() {
+			flows[i], errs[i] = e.connectFlow(ctx, spec, i)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, f := range flows {
+			if f != nil {
+				f.close()
+			}
+		}
+		return nil, err
+	}
+	return flows, nil
+}
+
+func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (*clientFlow, error) {
+	if spec.Workload == WorkloadTCPCRR {
+		holder, err := e.sockets.holder()
+		if err != nil {
+			return nil, fmt.Errorf("flow %d: %w", index, err)
+		}
+		return &clientFlow{index: index, tcp: holder}, nil
+	}
+	dialer := net.Dialer{Timeout: dialTimeout, Control: controlOptions(spec.SocketOptions)}
+	conn, err := dialer.DialContext(ctx, "tcp", spec.Target)
+	if err != nil {
+		return nil, fmt.Errorf("flow %d: connect: %w", index, err)
+	}
+	tcp := conn.(*net.TCPConn)
+	tcp.SetDeadline(time.Now().Add(headerTimeout))
+	if _, err := tcp.Write(flowHeader(spec, index).marshal()); err != nil {
 		tcp.Close()
 		return nil, fmt.Errorf("flow %d: send header: %w", index, err)
+	}
+	udp := isUDPKind(kindOf(spec.Workload))
+	if udp {
+		// The listener answers once the flow is registered, so that no
+		// datagram arrives before it can be counted.
+		var ready [1]byte
+		if _, err := io.ReadFull(tcp, ready[:]); err != nil {
+			tcp.Close()
+			return nil, fmt.Errorf("flow %d: wait for the listener: %w", index, err)
+		}
 	}
 	fd, err := detach(tcp)
 	if err != nil {
@@ -183,9 +263,59 @@ func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (*dat
 	if err != nil {
 		return nil, fmt.Errorf("flow %d: %w", index, err)
 	}
-	if err := configureSocket(fd, spec.Workload == WorkloadTCPRR || spec.NoDelay, clientSocketTimeout); err != nil {
-		sock.close()
+	flow := &clientFlow{index: index, tcp: sock}
+	if udp {
+		if flow.udp, err = e.connectUDP(spec); err != nil {
+			flow.close()
+			return nil, fmt.Errorf("flow %d: %w", index, err)
+		}
+		// The control connection idles for the whole run.
+		if err := setTimeouts(fd, 0); err != nil {
+			flow.close()
+			return nil, fmt.Errorf("flow %d: %w", index, err)
+		}
+		return flow, nil
+	}
+	noDelay := spec.NoDelay || (spec.Workload == WorkloadTCPRR && !spec.Nagle)
+	if err := configureSocket(fd, noDelay, clientSocketTimeout); err != nil {
+		flow.close()
 		return nil, fmt.Errorf("flow %d: %w", index, err)
+	}
+	return flow, nil
+}
+
+// connectUDP opens a flow's UDP socket, connected to the listener so that
+// each datagram is one plain send.
+//
+// Equivalent to: socket(SOCK_DGRAM); connect(TARGET)
+func (e *engine) connectUDP(spec RunSpec) (*dataSocket, error) {
+	ap, err := netip.ParseAddrPort(spec.Target)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(family(ap.Addr()), unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("udp socket: %w", err)
+	}
+	sock, err := e.sockets.adopt(fd)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyOptions(fd, spec.SocketOptions, false); err != nil {
+		sock.close()
+		return nil, err
+	}
+	if err := unix.Connect(fd, sockaddr(ap)); err != nil {
+		sock.close()
+		return nil, fmt.Errorf("connect udp to %s: %w", ap, err)
+	}
+	timeout := clientSocketTimeout
+	if spec.Workload == WorkloadUDPRR {
+		timeout = udpRRTimeout
+	}
+	if err := setTimeouts(fd, timeout); err != nil {
+		sock.close()
+		return nil, err
 	}
 	return sock, nil
 }

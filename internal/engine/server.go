@@ -92,7 +92,7 @@ func (e *engine) handle(req Request) Response {
 	var err error
 	switch req.Op {
 	case OpListen:
-		resp.Port, err = e.listen(req.Addr, req.Port)
+		resp.Port, err = e.listen(req.Addr, req.Port, req.SocketOptions)
 	case OpRun:
 		resp, err = e.run(e.ctx, req.RunSpec)
 	case OpCollect:
@@ -106,6 +106,11 @@ func (e *engine) handle(req Request) Response {
 			Flows:         r.Flows,
 			Transactions:  r.Transactions,
 			Intervals:     r.Intervals,
+			Packets:       r.Packets,
+			PeerSent:      r.PeerSent,
+			PeerLost:      r.PeerLost,
+			OutOfOrder:    r.OutOfOrder,
+			JitterNS:      r.JitterNS,
 		}
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)

@@ -24,6 +24,12 @@ type flowMeter struct {
 	origin       int64
 	perSecond    []int64
 	transactions int64
+	// UDP flows only: datagrams received and reported sent, the lost
+	// and the reordered ones, and jitter summed over flows to average.
+	packets, sentPackets, lost, outOfOrder int64
+	jitterSum                              float64
+	jitterFlows                            int
+	perSecondPackets, perSecondLost        []int64
 }
 
 // add counts n bytes received at monotonic time now.
@@ -55,6 +61,9 @@ type session struct {
 	total      flowMeter // merged meters of the finished flows
 	failure    error     // the first flow that ended with an error
 	done       chan struct{}
+	// udp holds a UDP session's flows; it is set when the session is
+	// announced and never changes after.
+	udp udpFlows
 }
 
 func (s *session) noteFirstByte(t int64) int64 {
@@ -107,15 +116,35 @@ func (t *sessionTable) join(h connHeader) (*session, error) {
 	switch {
 	case !s.announced:
 		s.announced, s.header = true, h
+		if isUDPKind(h.kind) {
+			s.udp = make(udpFlows, h.flowCount)
+		}
 	case s.header.kind != h.kind || s.header.flowCount != h.flowCount ||
 		s.header.requestSize != h.requestSize || s.header.responseSize != h.responseSize:
 		return nil, fmt.Errorf("session %d: flow %d disagrees with the session's earlier flows", h.session, h.flowIndex)
 	case s.seen >= int(s.header.flowCount):
 		return nil, fmt.Errorf("session %d: more than the announced %d flows", h.session, s.header.flowCount)
 	}
+	if s.udp != nil {
+		if s.udp[h.flowIndex].Load() != nil {
+			return nil, fmt.Errorf("session %d: flow %d joined twice", h.session, h.flowIndex)
+		}
+		s.udp[h.flowIndex].Store(newUDPFlow(h))
+	}
 	s.seen++
 	s.open++
 	return s, nil
+}
+
+// find returns an announced UDP session, or nil. Its udp slice is set by
+// then, and the lock orders that write before the caller's reads.
+func (t *sessionTable) find(id uint64) *session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.byID[id]; ok && s.announced && s.udp != nil {
+		return s
+	}
+	return nil
 }
 
 // leave merges a finished flow's meter into its session; flowErr is how
@@ -135,16 +164,30 @@ func (t *sessionTable) leave(s *session, m *flowMeter, flowErr error) {
 	}
 	tot.bytes += m.bytes
 	tot.transactions += m.transactions
-	for len(tot.perSecond) < len(m.perSecond) {
-		tot.perSecond = append(tot.perSecond, 0)
-	}
-	for i, b := range m.perSecond {
-		tot.perSecond[i] += b
-	}
+	tot.packets += m.packets
+	tot.sentPackets += m.sentPackets
+	tot.lost += m.lost
+	tot.outOfOrder += m.outOfOrder
+	tot.jitterSum += m.jitterSum
+	tot.jitterFlows += m.jitterFlows
+	tot.perSecond = addSeries(tot.perSecond, m.perSecond)
+	tot.perSecondPackets = addSeries(tot.perSecondPackets, m.perSecondPackets)
+	tot.perSecondLost = addSeries(tot.perSecondLost, m.perSecondLost)
 	s.open--
 	if s.complete() {
 		close(s.done)
 	}
+}
+
+// addSeries adds b to a element by element, growing a as needed.
+func addSeries(a, b []int64) []int64 {
+	for len(a) < len(b) {
+		a = append(a, 0)
+	}
+	for i, v := range b {
+		a[i] += v
+	}
+	return a
 }
 
 // collect waits until every announced flow of the session has closed, then
@@ -201,6 +244,13 @@ func (s *session) result() SessionResult {
 		Elapsed:       time.Duration(tot.last - tot.first),
 		Flows:         s.seen,
 		Transactions:  tot.transactions,
+		Packets:       tot.packets,
+		PeerSent:      tot.sentPackets,
+		PeerLost:      tot.lost,
+		OutOfOrder:    tot.outOfOrder,
+	}
+	if tot.jitterFlows > 0 {
+		r.JitterNS = tot.jitterSum / float64(tot.jitterFlows)
 	}
 	endMS := (tot.last - tot.first + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 	for i, b := range tot.perSecond {
@@ -209,7 +259,14 @@ func (s *session) result() SessionResult {
 		if end <= start {
 			end = start + 1
 		}
-		r.Intervals = append(r.Intervals, model.Interval{StartMS: start, EndMS: end, Bytes: b})
+		iv := model.Interval{StartMS: start, EndMS: end, Bytes: b}
+		if i < len(tot.perSecondPackets) {
+			iv.Packets = tot.perSecondPackets[i]
+		}
+		if i < len(tot.perSecondLost) {
+			iv.Lost = tot.perSecondLost[i]
+		}
+		r.Intervals = append(r.Intervals, iv)
 	}
 	return r
 }

@@ -51,6 +51,45 @@ func (s *socketSet) adopt(fd int) (*dataSocket, error) {
 	return sock, nil
 }
 
+// holder is a tracked socket with no descriptor yet, for a flow that
+// opens and closes a connection per transaction (tcp_crr).
+func (s *socketSet) holder() (*dataSocket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped:
+		return nil, errStopped
+	case len(s.live) >= maxLiveSockets:
+		return nil, fmt.Errorf("engine already has %d live data sockets", maxLiveSockets)
+	}
+	sock := &dataSocket{fd: -1, set: s}
+	s.live[sock] = struct{}{}
+	return sock, nil
+}
+
+// hold gives a holder its next descriptor; the engine stopping closes fd
+// and fails.
+func (d *dataSocket) hold(fd int) error {
+	d.set.mu.Lock()
+	defer d.set.mu.Unlock()
+	if d.set.stopped {
+		unix.Close(fd)
+		return errStopped
+	}
+	d.fd = fd
+	return nil
+}
+
+// release closes a holder's descriptor, keeping the holder.
+func (d *dataSocket) release() {
+	d.set.mu.Lock()
+	defer d.set.mu.Unlock()
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+}
+
 // close releases the socket. It holds the set's lock so that stop never
 // shuts down a descriptor number that has been closed and reused.
 func (d *dataSocket) close() {
@@ -60,7 +99,9 @@ func (d *dataSocket) close() {
 		return
 	}
 	delete(d.set.live, d)
-	unix.Close(d.fd)
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+	}
 }
 
 // stop refuses new sockets and aborts the I/O of all live ones; their
@@ -70,7 +111,9 @@ func (s *socketSet) stop() {
 	defer s.mu.Unlock()
 	s.stopped = true
 	for sock := range s.live {
-		unix.Shutdown(sock.fd, unix.SHUT_RDWR)
+		if sock.fd >= 0 {
+			unix.Shutdown(sock.fd, unix.SHUT_RDWR)
+		}
 	}
 }
 

@@ -24,6 +24,32 @@ const (
 	WireRxBytes   = "wire_rx_bytes"
 	WireRxPackets = "wire_rx_packets"
 	AppWireRatio  = "app_wire_ratio"
+	// Patterns: the mean throughput of one client endpoint, and Jain's
+	// fairness index over the client endpoints (1 when all got the same).
+	ThroughputPerEndpointBPS = "throughput_per_endpoint_bps"
+	FairnessJain             = "fairness_jain"
+	// UDP: loss over the datagrams sent (udp_stream) or the transactions
+	// tried (udp_rr), reordered arrivals, RFC 3550 interarrival jitter.
+	LossPct    = "loss_pct"
+	JitterUS   = "jitter_us"
+	OutOfOrder = "out_of_order"
+	// SentPackets and ReceivedPackets are datagrams or echoes.
+	SentPackets     = "sent_packets"
+	ReceivedPackets = "received_packets"
+	// udp_max_rate: the highest offered rate (all flows together) whose
+	// loss stayed below the threshold, and the trials it took.
+	MaxRateBPS = "max_rate_bps"
+	Trials     = "trials"
+	// tcp_crr: connections opened, used and closed per second.
+	ConnectionsPerS = "connections_per_s"
+	// ping round trips.
+	RTTMinUS  = "rtt_min_us"
+	RTTAvgUS  = "rtt_avg_us"
+	RTTMaxUS  = "rtt_max_us"
+	RTTMdevUS = "rtt_mdev_us"
+	// The kernel's own UDP counters in the receiver's namespace
+	// (/proc/net/snmp): datagrams dropped for a full receive buffer.
+	UDPRcvbufErrors = "udp_rcvbuf_errors"
 )
 
 // LatencyPercentiles maps each latency percentile metric to its quantile.
@@ -61,6 +87,22 @@ var Metrics = map[string]MetricInfo{
 	WireRxBytes:      {"B", true},
 	WireRxPackets:    {"frames", true},
 	AppWireRatio:     {"ratio", true},
+
+	ThroughputPerEndpointBPS: {"bit/s", true},
+	FairnessJain:             {"index", true},
+	LossPct:                  {"%", false},
+	JitterUS:                 {"us", false},
+	OutOfOrder:               {"datagrams", false},
+	SentPackets:              {"packets", true},
+	ReceivedPackets:          {"packets", true},
+	MaxRateBPS:               {"bit/s", true},
+	Trials:                   {"trials", false},
+	ConnectionsPerS:          {"1/s", true},
+	RTTMinUS:                 {"us", false},
+	RTTAvgUS:                 {"us", false},
+	RTTMaxUS:                 {"us", false},
+	RTTMdevUS:                {"us", false},
+	UDPRcvbufErrors:          {"datagrams", false},
 }
 
 // PrimaryMetric is the metric a table leads with for a workload.
@@ -68,6 +110,12 @@ func PrimaryMetric(workload string) string {
 	switch workload {
 	case "tcp_rr", "udp_rr":
 		return TransactionsPerS
+	case "tcp_crr":
+		return ConnectionsPerS
+	case "ping":
+		return RTTAvgUS
+	case "udp_max_rate":
+		return MaxRateBPS
 	default:
 		return ThroughputBPS
 	}

@@ -42,9 +42,32 @@ type Params struct {
 	Placement    string `json:"placement,omitempty"`
 	SenderCPUs   string `json:"sender_cpus,omitempty"`
 	ReceiverCPUs string `json:"receiver_cpus,omitempty"`
-	DurationMS   int64  `json:"duration_ms,omitempty"`
-	WarmupMS     int64  `json:"warmup_ms,omitempty"`
-	Samples      int    `json:"samples,omitempty"`
+	// Traffic pattern (study 001): "pairs", "fan_in", "n_to_m" or
+	// "containers_x_flows", with its server and client endpoint counts;
+	// Flows are per client endpoint. Empty means one pair.
+	Pattern string `json:"pattern,omitempty"`
+	Servers int    `json:"servers,omitempty"`
+	Clients int    `json:"clients,omitempty"`
+	// Rate is the offered rate per flow of udp_stream, in canonical tc
+	// notation ("1gbit") or as packets per second ("100000pps"); empty
+	// is unlimited. LossThresholdPct bounds udp_max_rate's search.
+	Rate             string  `json:"rate,omitempty"`
+	LossThresholdPct float64 `json:"loss_threshold_pct,omitempty"`
+	// Ping: echoes per sample (0: as many as the duration holds) and the
+	// gap between them; MsgSize is the echo payload.
+	Count      int   `json:"count,omitempty"`
+	IntervalUS int64 `json:"interval_us,omitempty"`
+	// TCP and socket knobs; zero values leave the kernel's defaults.
+	// NoDelay is "on" or "off" (TCP_NODELAY), empty for the workload's
+	// default (on for request/response, off for streams).
+	MSS           int    `json:"mss,omitempty"`
+	SendBuffer    int    `json:"send_buffer,omitempty"`
+	ReceiveBuffer int    `json:"receive_buffer,omitempty"`
+	CC            string `json:"cc,omitempty"`
+	NoDelay       string `json:"nodelay,omitempty"`
+	DurationMS    int64  `json:"duration_ms,omitempty"`
+	WarmupMS      int64  `json:"warmup_ms,omitempty"`
+	Samples       int    `json:"samples,omitempty"`
 	// With a target confidence interval, sampling goes on past Samples
 	// until the primary metric's 95% interval half-width is within
 	// TargetCIPct % of its mean, or MaxSamples are taken; StoppedBy says
@@ -81,6 +104,13 @@ type Interval struct {
 	EndMS   int64   `json:"end_ms"`
 	Bytes   int64   `json:"bytes,omitempty"`
 	BPS     float64 `json:"bps,omitempty"`
+	// UDP: datagrams received in the interval and those missing from it.
+	Packets int64 `json:"packets,omitempty"`
+	Lost    int64 `json:"lost,omitempty"`
+	// udp_max_rate: each interval is one trial of the search, at
+	// OfferedBPS per flow, with its loss.
+	OfferedBPS float64 `json:"offered_bps,omitempty"`
+	LossPct    float64 `json:"loss_pct,omitempty"`
 }
 
 // Sample is one timed repetition of a case.

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"fmt"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// applyOptions sets the socket knobs of o that are not zero on fd; tcp
+// says whether the TCP-only ones apply. They must be set before connect
+// or listen: the MSS and the window scale are fixed by the handshake.
+//
+// Equivalent to: setsockopt(SO_SNDBUF, SO_RCVBUF, TCP_MAXSEG, TCP_CONGESTION)
+func applyOptions(fd int, o SocketOptions, tcp bool) error {
+	if o.SendBuffer > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SendBuffer); err != nil {
+			return fmt.Errorf("set send buffer %d: %w", o.SendBuffer, err)
+		}
+	}
+	if o.ReceiveBuffer > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.ReceiveBuffer); err != nil {
+			return fmt.Errorf("set receive buffer %d: %w", o.ReceiveBuffer, err)
+		}
+	}
+	if !tcp {
+		return nil
+	}
+	if o.MSS > 0 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_MAXSEG, o.MSS); err != nil {
+			return fmt.Errorf("set mss %d: %w", o.MSS, err)
+		}
+	}
+	if o.CC != "" {
+		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC); err != nil {
+			return fmt.Errorf("set congestion control %q: %w", o.CC, err)
+		}
+	}
+	return nil
+}
+
+// controlOptions adapts applyOptions to the Control hook of net.Dialer
+// and net.ListenConfig.
+func controlOptions(o SocketOptions) func(network, address string, c syscall.RawConn) error {
+	if o == (SocketOptions{}) {
+		return nil
+	}
+	return func(network, address string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = applyOptions(int(fd), o, true) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+}
