@@ -115,7 +115,7 @@ func Sweep() (Removed, error) {
 	}
 	for _, c := range cgroups {
 		if dead[netns.TokenOf(c)] {
-			if err := hier.Remove(c); err != nil {
+			if err := removeCgroup(hier, c, 3*time.Second); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -131,6 +131,25 @@ func Sweep() (Removed, error) {
 	sort.Strings(r.Processes)
 	sort.Strings(r.Tokens)
 	return r, errors.Join(errs...)
+}
+
+// removeCgroup removes a dead run's cgroup. A process killed a moment ago
+// can still be exiting, and keeps its cgroup busy until it has; so what
+// the cgroup lists is killed again and the removal retried for a while.
+func removeCgroup(hier cpu.Hierarchy, name string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := hier.Remove(name)
+		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		for _, pid := range cgroupPIDs(filepath.Join(hier.Root, name)) {
+			if pid != os.Getpid() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func cgroupPIDs(dir string) []int {
@@ -185,7 +204,7 @@ func waitGone(pids map[int]string, limit time.Duration) {
 	for time.Now().Before(deadline) {
 		alive := false
 		for pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
+			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
 				alive = true
 				break
 			}
@@ -195,4 +214,16 @@ func waitGone(pids map[int]string, limit time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// zombie reports whether a process has ended and only waits to be reaped
+// by its parent, which a sweep cannot hurry.
+func zombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && strings.HasPrefix(s[i+1:], " Z")
 }

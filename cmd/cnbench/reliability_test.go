@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cnbench/internal/model"
+	"cnbench/internal/netns"
+	"cnbench/internal/store"
+	"cnbench/internal/testutil"
+	"cnbench/internal/topo"
+)
+
+// liveRun is a cnbench run process started by a test, with what its
+// progress output said.
+type liveRun struct {
+	cmd   *exec.Cmd
+	done  chan error
+	id    int64
+	token netns.Token
+
+	mu     sync.Mutex
+	output bytes.Buffer
+}
+
+var runLine = regexp.MustCompile(`^run (\d+): .*, token (\S+)$`)
+
+// startLive starts `bin run file --db db` and returns once the run's
+// first sample is under way.
+func startLive(t *testing.T, bin, file, db string) *liveRun {
+	t.Helper()
+	lr := &liveRun{cmd: exec.Command(bin, "run", file, "--db", db, "--format", "json"), done: make(chan error, 1)}
+	stderr, err := lr.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.cmd.Process.Kill() })
+	sampling := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		seen := false
+		for sc.Scan() {
+			lr.mu.Lock()
+			lr.output.WriteString(sc.Text() + "\n")
+			if m := runLine.FindStringSubmatch(sc.Text()); m != nil {
+				lr.id, _ = strconv.ParseInt(m[1], 10, 64)
+				lr.token = netns.Token(m[2])
+			}
+			lr.mu.Unlock()
+			if !seen && strings.Contains(sc.Text(), "sample 1/") {
+				seen = true
+				close(sampling)
+			}
+		}
+		lr.done <- lr.cmd.Wait()
+	}()
+	select {
+	case <-sampling:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no sample started within 30s:\n%s", lr.said())
+	}
+	return lr
+}
+
+func (lr *liveRun) said() string {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return lr.output.String()
+}
+
+// wait waits for the run to end by itself and requires success.
+func (lr *liveRun) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case err := <-lr.done:
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", lr.id, err, lr.said())
+		}
+	case <-time.After(limit):
+		t.Fatalf("run %d did not finish within %v:\n%s", lr.id, limit, lr.said())
+	}
+}
+
+// enginesOf lists the engine processes a run started: its children
+// running `engine`.
+func enginesOf(t *testing.T, pid int) []int {
+	t.Helper()
+	var out []int
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		child, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		if strings.Contains(string(args), "\x00engine") {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// gone reports whether a process has ended; a zombie has, it only waits
+// for the reaper.
+func gone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	return strings.HasPrefix(s[strings.LastIndexByte(s, ')')+1:], " Z")
+}
+
+// listeners returns the local addresses of the listening TCP sockets and
+// of every UDP socket in the network namespace of pid, from /proc/PID/net,
+// which shows that namespace's sockets.
+func listeners(t *testing.T, pid int) []netip.AddrPort {
+	t.Helper()
+	var out []netip.AddrPort
+	for _, table := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || (strings.HasPrefix(table, "tcp") && f[3] != "0A") { // LISTEN
+				continue
+			}
+			hexAddr, hexPort, _ := strings.Cut(f[1], ":")
+			raw, err := hex.DecodeString(hexAddr)
+			port, perr := strconv.ParseUint(hexPort, 16, 16)
+			if err != nil || perr != nil || (len(raw) != 4 && len(raw) != 16) {
+				t.Fatalf("/proc/%d/net/%s: cannot read %q", pid, table, f[1])
+			}
+			// The kernel prints each 32-bit word in host byte order.
+			for i := 0; i < len(raw); i += 4 {
+				binary.BigEndian.PutUint32(raw[i:], binary.NativeEndian.Uint32(raw[i:]))
+			}
+			addr, _ := netip.AddrFromSlice(raw)
+			out = append(out, netip.AddrPortFrom(addr.Unmap(), uint16(port)))
+		}
+	}
+	return out
+}
+
+func netnsInode(t *testing.T, pid string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+pid+"/ns/net", &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// TestEnginesConfinedAndDieWithRunner starts a real run and, while it
+// measures, requires every engine process to live in a namespace of its
+// own (not the root one) and every listening socket there to be bound to
+// an address from cnbench's pool, never a wildcard. Then it kills the run
+// with SIGKILL and requires every engine to be gone within two seconds,
+// before any cleanup.
+func TestEnginesConfinedAndDieWithRunner(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(cleanupScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lr := startLive(t, bin, file, filepath.Join(dir, "r.db"))
+	engines := enginesOf(t, lr.cmd.Process.Pid)
+	if len(engines) != 2 {
+		t.Fatalf("found engine processes %v, want a server and a client", engines)
+	}
+
+	rootNS := netnsInode(t, "self")
+	var listening int
+	for _, pid := range engines {
+		if netnsInode(t, strconv.Itoa(pid)) == rootNS {
+			t.Errorf("engine %d runs in the root network namespace", pid)
+		}
+		for _, ap := range listeners(t, pid) {
+			listening++
+			if ap.Addr().IsUnspecified() || !topo.Pool.Contains(ap.Addr()) {
+				t.Errorf("engine %d's namespace listens on %s, outside cnbench's pool %s", pid, ap, topo.Pool)
+			}
+		}
+	}
+	if listening == 0 {
+		t.Error("no listening socket in the engines' namespaces: the check saw nothing")
+	}
+
+	if err := lr.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-lr.done
+	deadline := time.Now().Add(2 * time.Second)
+	for _, pid := range engines {
+		for !gone(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !gone(pid) {
+			t.Errorf("engine %d outlived its killed runner by 2s", pid)
+		}
+	}
+	if out, err := exec.Command(bin, "cleanup").CombinedOutput(); err != nil {
+		t.Fatalf("cleanup: %v\n%s", err, out)
+	}
+}
+
+const concurrentScenario = `
+name: concurrent
+duration: 700ms
+warmup: 0s
+samples: 2
+modes: [bridge, macvlan]
+topologies: [chhc]
+workloads: [tcp_stream]
+`
+
+// TestConcurrentRunsAndCleanup runs two real runs at once on one
+// database, and a cleanup while both measure. The runs must have distinct
+// ids and tokens, the cleanup must leave them alone, both must finish
+// with every sample, and nothing may be left behind.
+func TestConcurrentRunsAndCleanup(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(concurrentScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "shared.db")
+	before := snapshot(t, bin)
+
+	// The second starts while the first measures: both then measure at
+	// once for seconds.
+	a := startLive(t, bin, file, db)
+	b := startLive(t, bin, file, db)
+	runs := []*liveRun{a, b}
+	if a.id == b.id || a.token == b.token || a.token == "" {
+		t.Fatalf("runs share an id or a token: %d/%s and %d/%s", a.id, a.token, b.id, b.token)
+	}
+
+	out, err := exec.Command(bin, "cleanup").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cleanup during the runs: %v\n%s", err, out)
+	}
+	for _, r := range runs {
+		if strings.Contains(string(out), string(r.token)) {
+			t.Errorf("cleanup touched live run %d (token %s):\n%s", r.id, r.token, out)
+		}
+		left, _ := netns.List()
+		var mine int
+		for _, n := range left {
+			if netns.TokenOf(n) == r.token {
+				mine++
+			}
+		}
+		if mine == 0 {
+			t.Errorf("run %d's namespaces are gone after the cleanup", r.id)
+		}
+	}
+
+	for _, r := range runs {
+		r.wait(t, 60*time.Second)
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, r := range runs {
+		res, err := st.LoadRun(r.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Run.Status != "done" || len(res.Cases) != 2 {
+			t.Errorf("run %d: %s with %d cases, want done with 2", r.id, res.Run.Status, len(res.Cases))
+		}
+		for _, c := range res.Cases {
+			if c.Status != model.StatusOK || len(c.Samples) != 2 {
+				t.Errorf("run %d, case %s: %s with %d samples, want ok with 2 (%s)", r.id, c.Key, c.Status, len(c.Samples), c.Reason)
+			}
+		}
+	}
+	requireSame(t, "after two concurrent runs", before, snapshot(t, bin))
+}
