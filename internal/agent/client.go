@@ -23,6 +23,7 @@ type Client struct {
 	addr string
 	base string
 	http *http.Client
+	tr   *http.Transport
 }
 
 // NewClient prepares calls to the agent at addr ("host:port") with the
@@ -45,7 +46,13 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 5 * time.Second}).DialContext,
 	}
-	return &Client{addr: addr, base: "https://" + addr, http: &http.Client{Transport: tr}}, nil
+	return &Client{addr: addr, base: "https://" + addr, http: &http.Client{Transport: tr}, tr: tr}, nil
+}
+
+// UseDialer makes the client's connections with dial, such as one that
+// opens its socket inside a network namespace. Call it before any call.
+func (c *Client) UseDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	c.tr.DialContext = dial
 }
 
 // Addr is the agent's address.

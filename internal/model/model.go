@@ -36,6 +36,11 @@ type Params struct {
 	// Datapath is the Open vSwitch datapath the case used: "system"
 	// (the kernel's) or "netdev" (userspace).
 	Datapath string `json:"datapath,omitempty"`
+	// ServerNode and ClientNode name the machines (agents' host names) or
+	// cluster nodes the server and client endpoints ran on; empty when
+	// both ran on this machine's emulated hosts.
+	ServerNode string `json:"server_node,omitempty"`
+	ClientNode string `json:"client_node,omitempty"`
 	// Placement pins the engine processes: "none", "same_core",
 	// "different_cores", "same_node", "different_nodes" or "S/R" CPU
 	// lists; SenderCPUs and ReceiverCPUs are the CPUs it resolved to.

@@ -52,9 +52,15 @@ func (s *slot) counters() (linkCounters, error) {
 // count it twice; endpoints hold no such links, and in a host's own
 // namespace (the native baseline) the traffic is on lo or the NIC.
 func countsTraffic(l netlink.Link) bool {
-	switch l.Type() {
+	return countsLinkKind(l.Type(), l.Attrs().MasterIndex != 0)
+}
+
+// countsLinkKind is countsTraffic for a link known by its type and
+// whether it is enslaved, as an agent reports it.
+func countsLinkKind(typ string, enslaved bool) bool {
+	switch typ {
 	case "bridge", "openvswitch", "vxlan":
 		return false
 	}
-	return l.Attrs().MasterIndex == 0
+	return !enslaved
 }

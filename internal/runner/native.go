@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"cnbench/internal/agent"
 	"cnbench/internal/engine"
 	"cnbench/internal/model"
 )
@@ -22,6 +23,8 @@ type nativeDriver struct {
 type nativeEngine struct {
 	proc   *proc
 	client *engine.Client
+	// remote is the engine on an agent's machine; proc is nil then.
+	remote *agent.RemoteEngine
 }
 
 var sessionCounter atomic.Uint64
@@ -52,6 +55,9 @@ func newNativeDriver(ctx context.Context, s driverSetup, _ model.Case) (d driver
 }
 
 func startNativeEngine(s *slot, command []string) (*nativeEngine, error) {
+	if s.agent != nil {
+		return s.agent.startEngine()
+	}
 	ne := &nativeEngine{}
 	p, err := s.start(command, func(cmd *exec.Cmd) error {
 		stdin, err := cmd.StdinPipe()
@@ -77,6 +83,10 @@ func startNativeEngine(s *slot, command []string) (*nativeEngine, error) {
 // killed if it has not within a second.
 func (ne *nativeEngine) stop() {
 	if ne == nil {
+		return
+	}
+	if ne.remote != nil {
+		_ = ne.remote.Stop(time.Second)
 		return
 	}
 	_ = ne.client.Quit()

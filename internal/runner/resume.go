@@ -51,6 +51,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	if err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)
 	}
+	r.useHosts(spec.Hosts)
 	self, err := cleanup.Self()
 	if err != nil {
 		return err

@@ -63,6 +63,8 @@ type Runner struct {
 	token netns.Token
 	hier  cpu.Hierarchy
 	prog  *progress
+	// agents are the scenario's hosts on real machines; nil if none.
+	agents *agentHosts
 }
 
 // New prepares a runner: it claims a fresh run token, so that everything it
@@ -90,7 +92,10 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 }
 
 // Close releases the run token.
-func (r *Runner) Close() error { return cleanup.Release(r.token) }
+func (r *Runner) Close() error {
+	r.agents.close()
+	return cleanup.Release(r.token)
+}
 
 // Token is the run token in the names of everything this runner creates.
 func (r *Runner) Token() netns.Token { return r.token }
@@ -118,6 +123,7 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	if err := r.store.CreateRun(run); err != nil {
 		return 0, err
 	}
+	r.useHosts(spec.Hosts)
 	if err := r.own(run.ID); err != nil {
 		return run.ID, err
 	}
@@ -239,25 +245,18 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64
 	if err != nil {
 		return err
 	}
-	t, err := topo.Build(c.Topology, r.token, opts)
+	place := r.placeLocal
+	if r.onAgents(c.Topology) {
+		place = r.placeOnAgents
+	}
+	pl, err := place(ctx, c, d, opts)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, t.Close()) }()
-	m := d.New(t)
-	server, client, err := r.placeEndpoints(t, m)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, server.close(), client.close()) }()
-	if err := t.ApplyOffloads(); err != nil {
-		return err
-	}
+	defer func() { err = errors.Join(err, pl.close()) }()
+	server, client := pl.server, pl.client
 	server.cpus, client.cpus = receiverCPUs, senderCPUs
-	setup := driverSetup{
-		server: server, client: client, engineCommand: r.opts.EngineCommand,
-		expose: func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
-	}
+	setup := driverSetup{server: server, client: client, engineCommand: r.opts.EngineCommand, expose: pl.expose}
 	drv, err := newDriver(ctx, setup, *c)
 	if err != nil {
 		return err
@@ -298,6 +297,38 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64
 		r.prog.sampleDone(c, s)
 	}
 	return nil
+}
+
+// placed is a case's server and client slots, wherever they were built.
+type placed struct {
+	server, client *slot
+	// expose publishes a port of the server and returns what clients dial.
+	expose func(port int) (netip.AddrPort, error)
+	// close removes everything placing made.
+	close func() error
+}
+
+// placeLocal builds the case's topology on this machine's emulated hosts
+// and places the endpoints on it.
+func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor, opts topo.Options) (pl placed, err error) {
+	t, err := topo.Build(c.Topology, r.token, opts)
+	if err != nil {
+		return placed{}, err
+	}
+	m := d.New(t)
+	server, client, err := r.placeEndpoints(t, m)
+	if err != nil {
+		return placed{}, errors.Join(err, t.Close())
+	}
+	pl = placed{
+		server: server, client: client,
+		expose: func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
+		close:  func() error { return errors.Join(server.close(), client.close(), t.Close()) },
+	}
+	if err := t.ApplyOffloads(); err != nil {
+		return placed{}, errors.Join(err, pl.close())
+	}
+	return pl, nil
 }
 
 // placeEndpoints places a server endpoint and a client endpoint, each in

@@ -22,6 +22,9 @@ type cpuReading struct {
 }
 
 func readCPU(server, client *slot) (cpuReading, error) {
+	if server.agent != nil {
+		return readAgentCPU(server, client)
+	}
 	r := cpuReading{at: time.Now()}
 	var err1, err2, err3, err4 error
 	r.server, err1 = server.usage()

@@ -27,6 +27,9 @@ type slot struct {
 	env    []string
 	// cpus pins the slot's processes; nil leaves them to the scheduler.
 	cpus []int
+	// agent is set when the endpoint lives on an agent's machine; the
+	// agent then owns its cgroup and starts its engine.
+	agent *agentSlot
 }
 
 func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string) (*slot, error) {
@@ -39,7 +42,12 @@ func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string)
 
 // close removes the cgroup; every process started in the slot must have
 // ended.
-func (s *slot) close() error { return s.hier.Remove(s.cgName) }
+func (s *slot) close() error {
+	if s.agent != nil {
+		return nil
+	}
+	return s.hier.Remove(s.cgName)
+}
 
 func (s *slot) usage() (cpu.Usage, error) { return s.cgroup.Usage() }
 
@@ -58,6 +66,9 @@ type proc struct {
 // has done any work worth counting. The parent-death signal ends it if the
 // runner dies. configure may attach pipes before the start.
 func (s *slot) start(command []string, configure func(*exec.Cmd) error) (*proc, error) {
+	if s.agent != nil {
+		return nil, fmt.Errorf("%w: %s on an agent's machine: agents start only cnbench's own engine", errEngineCannot, command[0])
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -143,6 +154,9 @@ func (p *proc) stopWithin(grace time.Duration) {
 
 // describe adds what the process said on stderr to an error.
 func (p *proc) describe(err error) error {
+	if p == nil {
+		return err
+	}
 	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
 		return fmt.Errorf("%w (%s in %s said: %s)", err, p.cmd.Args[0], p.slot.ep.NS.Name, msg)
 	}

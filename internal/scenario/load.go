@@ -94,7 +94,7 @@ func yamlError(file string, err error) *Error {
 }
 
 var (
-	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement"}
+	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts"}
 	topologyKeys = []string{"name", "nic_rate", "mtu", "gro", "gso", "tso", "tx_checksum"}
 )
 
@@ -202,6 +202,9 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 		}
 	} else if msg := checkWord("engine", defaultEngine, p.vocab.Engines); msg != "" {
 		p.report(nil, "engines", "missing, and the default does not exist: "+msg)
+	}
+	if fd, ok := f["hosts"]; ok && !isNull(fd.value) {
+		s.Hosts = p.hosts(fd)
 	}
 	if fd, ok := f["placement"]; ok && !isNull(fd.value) {
 		s.Placements = p.placements(fd)

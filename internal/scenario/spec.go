@@ -26,6 +26,9 @@ type Spec struct {
 	// Placements pin the engines to CPUs (see package placement); the
 	// default is [none].
 	Placements []string
+	// Hosts maps hosts to agents on real machines; empty means every
+	// host is emulated on this machine.
+	Hosts []Host
 
 	// File is the path the spec was read from; empty for specs built from
 	// flags.

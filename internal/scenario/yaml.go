@@ -69,6 +69,9 @@ func (s *Spec) YAML() ([]byte, error) {
 	if pl := s.placements(); len(pl) != 1 || pl[0] != defaultPlacement {
 		put(doc, "placement", listNode(pl, scalarNode))
 	}
+	if len(s.Hosts) > 0 {
+		put(doc, "hosts", hostsNode(s.Hosts))
+	}
 
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
