@@ -92,6 +92,7 @@ cost against the native host baseline.`,
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
 		newVersionCommand(), newEngineCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
+	root.AddCommand(newGuestAgentCommand())
 	root.AddCommand(newAgentCommand())
 	return root
 }
