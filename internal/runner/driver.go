@@ -42,6 +42,9 @@ type exchange struct {
 	// retransmits, when known.
 	retransmits      int64
 	retransmitsKnown bool
+	// more holds what the workloads beyond tcp_stream and tcp_rr, and
+	// the traffic patterns, observed; nil for those two in one pair.
+	more *moreExchange
 }
 
 // driverSetup is what a driver is built from.
@@ -56,17 +59,19 @@ type driverSetup struct {
 // drivers maps each engine name to its constructor.
 var drivers = map[string]func(ctx context.Context, s driverSetup, c model.Case) (driver, error){
 	"native":   newNativeDriver,
-	"iperf3":   newIperf3Driver,
-	"sockperf": newSockperfDriver,
+	"iperf3":   onePair(newIperf3Driver),
+	"sockperf": onePair(newSockperfDriver),
+	"ping":     onePair(newPingDriver),
 }
 
 // Engines that generate traffic, in the order doctor shows them.
-var Engines = []string{"native", "iperf3", "sockperf"}
+var Engines = []string{"native", "iperf3", "sockperf", "ping"}
 
 // engineWorkloads lists what each engine can run; "native" runs all.
 var engineWorkloads = map[string][]string{
-	"iperf3":   {"tcp_stream"},
+	"iperf3":   {"tcp_stream", "udp_stream"},
 	"sockperf": {"tcp_rr"},
+	"ping":     {"ping"},
 }
 
 // errEngineCannot marks a case its engine cannot run; such a case is
@@ -85,7 +90,7 @@ func EngineAvailable(engine string) error {
 }
 
 // Workloads the runner can measure.
-var Workloads = []string{"tcp_stream", "tcp_rr"}
+var Workloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_max_rate", "udp_rr", "ping"}
 
 // engineSupports reports whether an engine can run a workload; a case
 // whose engine cannot is skipped.

@@ -42,6 +42,11 @@ func (d *iperf3Driver) exchange(ctx context.Context, c model.Case, dur time.Dura
 	args := []string{"iperf3", "--client", d.target, "--port", d.port, "--json",
 		"--time", strconv.Itoa(secs), "--parallel", strconv.Itoa(c.Params.Flows),
 		"--length", strconv.Itoa(c.Params.MsgSize), "--connect-timeout", "3000"}
+	extra, err := iperf3Args(c)
+	if err != nil {
+		return exchange{}, err
+	}
+	args = append(args, extra...)
 	p, err := d.client.start(args, nil)
 	if err != nil {
 		return exchange{}, err
@@ -60,6 +65,9 @@ func (d *iperf3Driver) exchange(ctx context.Context, c model.Case, dur time.Dura
 	x := exchange{
 		sentBytes: r.SentBytes, receivedBytes: r.ReceivedBytes, receiveTime: r.ReceiveTime,
 		retransmits: r.Retransmits, retransmitsKnown: r.HasRetransmits,
+	}
+	if c.Workload == "udp_stream" {
+		x.more = iperf3UDP(r)
 	}
 	for _, iv := range r.Intervals {
 		x.intervals = append(x.intervals, model.Interval{

@@ -29,7 +29,13 @@ type nativeEngine struct {
 
 var sessionCounter atomic.Uint64
 
-func newNativeDriver(ctx context.Context, s driverSetup, _ model.Case) (d driver, err error) {
+func newNativeDriver(ctx context.Context, s driverSetup, c model.Case) (d driver, err error) {
+	if s.server.group != nil {
+		return newGroupDriver(ctx, s, c)
+	}
+	if c.Workload != "tcp_stream" && c.Workload != "tcp_rr" {
+		return nil, fmt.Errorf("%w: %s on endpoints placed by agents: they run tcp_stream and tcp_rr", errEngineCannot, c.Workload)
+	}
 	nd := &nativeDriver{}
 	defer func() {
 		if err != nil {

@@ -316,14 +316,15 @@ func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor,
 		return placed{}, err
 	}
 	m := d.New(t)
-	server, client, err := r.placeEndpoints(t, m)
+	g, err := r.placeGroup(t, m, c.Params)
 	if err != nil {
 		return placed{}, errors.Join(err, t.Close())
 	}
+	server, client := g.servers[0], g.clients[0]
 	pl = placed{
 		server: server, client: client,
 		expose: func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
-		close:  func() error { return errors.Join(server.close(), client.close(), t.Close()) },
+		close:  func() error { return errors.Join(g.close(), t.Close()) },
 	}
 	if err := t.ApplyOffloads(); err != nil {
 		return placed{}, errors.Join(err, pl.close())

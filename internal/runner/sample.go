@@ -19,11 +19,16 @@ type cpuReading struct {
 	softirq        time.Duration
 	// wire is the server namespace's interface counters.
 	wire linkCounters
+	// udp is the server namespaces' UDP counters.
+	udp udpCounters
 }
 
 func readCPU(server, client *slot) (cpuReading, error) {
 	if server.agent != nil {
 		return readAgentCPU(server, client)
+	}
+	if server.group != nil {
+		return readGroupCPU(server.group)
 	}
 	r := cpuReading{at: time.Now()}
 	var err1, err2, err3, err4 error
@@ -100,8 +105,11 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sampl
 		}
 		s.Latency = x.latencyHDR
 	default:
-		return s, fmt.Errorf("measure: workload %q has no measurement", c.Workload)
+		if err := moreValues(c, &s, x, before, after, bothCPU); err != nil {
+			return s, err
+		}
 	}
+	patternValues(v, x)
 	return s, nil
 }
 

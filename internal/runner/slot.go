@@ -30,6 +30,9 @@ type slot struct {
 	// agent is set when the endpoint lives on an agent's machine; the
 	// agent then owns its cgroup and starts its engine.
 	agent *agentSlot
+	// group is every endpoint of the case this slot belongs to; nil
+	// where the case's endpoints were not placed on this machine.
+	group *group
 }
 
 func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string) (*slot, error) {
