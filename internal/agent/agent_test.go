@@ -14,7 +14,9 @@ import (
 
 	"cnbench/internal/agent"
 	"cnbench/internal/engine"
+	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/store"
 )
 
 // TestAgentRefusesStrangers starts a real agent in an emulated machine and
@@ -137,6 +139,13 @@ func TestAgentCleansUpAfterItsController(t *testing.T) {
 	const timeout = 2 * time.Second
 	l := newLab(t, "m1", "m2", "ctl")
 	agents := []*process{l.startAgent("m1", timeout), l.startAgent("m2", timeout)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, ag := range agents {
+				t.Logf("agent %d said:\n%s", i+1, ag.out)
+			}
+		}
+	})
 	scenario := l.scenario(t, "long", "modes: [bridge]\ntopologies: [chhc]\nworkloads: [tcp_stream]\nduration: 60s\nwarmup: 0s\nsamples: 5\n", true)
 
 	for _, how := range []struct {
@@ -188,4 +197,81 @@ func TestAgentCleansUpAfterItsController(t *testing.T) {
 			t.Errorf("agent %d left %v", i+1, left)
 		}
 	}
+}
+
+// TestCHHCThroughAgentsMeasuresAsLocal runs one scenario twice from a
+// controller process: with its hosts emulated on this machine, and with
+// h1 and h2 mapped to agents in two emulated machines, reached over mutual
+// TLS across the emulated wire. Both measure the same path (two hosts,
+// one wire between them), so the results must agree within noise. The
+// machine has two cores shared by every namespace, engine and agent, and
+// the agents' hosts sit on macvlans over a bridged switch rather than a
+// bare veth, so "the same" here is within a factor of two.
+func TestCHHCThroughAgentsMeasuresAsLocal(t *testing.T) {
+	l := newLab(t, "m1", "m2", "ctl")
+	agents := []*process{l.startAgent("m1", 5*time.Second), l.startAgent("m2", 5*time.Second)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, ag := range agents {
+				t.Logf("agent %d said:\n%s", i+1, ag.out)
+			}
+		}
+	})
+	body := "modes: [host, bridge]\ntopologies: [chhc]\nworkloads: [tcp_stream, tcp_rr]\nduration: 1s\nwarmup: 500ms\nsamples: 3\n"
+	results := map[bool]*model.RunResult{}
+	for _, onAgents := range []bool{false, true} {
+		db := filepath.Join(t.TempDir(), "r.db")
+		ctl := l.start("ctl", "run", l.scenario(t, "same", body, onAgents), "--db", db, "--order", "sequential")
+		ctl.wait(t, 3*time.Minute)
+		if code := ctl.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("run (agents: %v) exited %d:\n%s", onAgents, code, ctl.out)
+		}
+		st, err := store.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.LoadRun(1)
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[onAgents] = res
+	}
+	local, remote := results[false], results[true]
+	if len(local.Cases) != 4 || len(remote.Cases) != 4 {
+		t.Fatalf("got %d local and %d remote cases, want 4 each", len(local.Cases), len(remote.Cases))
+	}
+	for i, rc := range remote.Cases {
+		lc := local.Cases[i]
+		if rc.Status != model.StatusOK || lc.Status != model.StatusOK {
+			t.Fatalf("%s: local %s (%s), agents %s (%s)", rc.Key, lc.Status, lc.Reason, rc.Status, rc.Reason)
+		}
+		if rc.Params.ServerNode == "" || rc.Params.ClientNode == "" || lc.Params.ServerNode != "" {
+			t.Errorf("%s: nodes local %q/%q, agents %q/%q; want them only through agents", rc.Key,
+				lc.Params.ServerNode, lc.Params.ClientNode, rc.Params.ServerNode, rc.Params.ClientNode)
+		}
+		metric := model.PrimaryMetric(rc.Workload)
+		lm, rm := mean(lc.Samples, metric), mean(rc.Samples, metric)
+		ratio := rm / lm
+		t.Logf("%-45s local %12.4g  agents %12.4g  %s (agents/local %.2f)", rc.Key, lm, rm, metric, ratio)
+		if !(ratio > 0.5 && ratio < 2) {
+			t.Errorf("%s: %s through agents is %.2f times the local one, beyond the factor of 2 this machine's noise allows", rc.Key, metric, ratio)
+		}
+	}
+	for i, ag := range agents {
+		if left := leftovers(t, ag.cmd.Process.Pid, agentTokens(ag)); len(left) != 0 {
+			t.Errorf("agent %d holds after the run: %v", i+1, left)
+		}
+		if len(agentTokens(ag)) != 4 {
+			t.Errorf("agent %d had %d sessions, want one per case (4)", i+1, len(agentTokens(ag)))
+		}
+	}
+}
+
+func mean(samples []model.Sample, metric string) float64 {
+	var sum float64
+	for _, s := range samples {
+		sum += s.Values[metric]
+	}
+	return sum / float64(max(1, len(samples)))
 }

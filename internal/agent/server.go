@@ -433,10 +433,21 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
+	// The engine's output may outlive the handler, which must not write
+	// once it has returned.
 	var writeMu sync.Mutex
+	finished := false
+	defer func() {
+		writeMu.Lock()
+		finished = true
+		writeMu.Unlock()
+	}()
 	send := func(line []byte) error {
 		writeMu.Lock()
 		defer writeMu.Unlock()
+		if finished {
+			return http.ErrHandlerTimeout
+		}
 		if _, err := w.Write(line); err != nil {
 			return err
 		}
