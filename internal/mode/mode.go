@@ -93,9 +93,13 @@ func register(d Descriptor) {
 	registry[d.Name] = d
 }
 
-// Lookup returns the descriptor of a mode by name.
+// Lookup returns the descriptor of a mode by name; a cni: mode's is made
+// from the configuration it names.
 func Lookup(name string) (Descriptor, bool) {
 	d, ok := registry[name]
+	if !ok {
+		return lookupCNI(name)
+	}
 	return d, ok
 }
 

@@ -36,6 +36,10 @@ type Params struct {
 	// Datapath is the Open vSwitch datapath the case used: "system"
 	// (the kernel's) or "netdev" (userspace).
 	Datapath string `json:"datapath,omitempty"`
+	// ModeConfig is what an external network engine was given, as JSON:
+	// the CNI configuration of a cni: mode after cnbench's rewriting, or
+	// the Docker daemon and network settings of a docker: mode.
+	ModeConfig string `json:"mode_config,omitempty"`
 	// ServerNode and ClientNode name the machines (agents' host names) or
 	// cluster nodes the server and client endpoints ran on; empty when
 	// both ran on this machine's emulated hosts.
@@ -86,6 +90,7 @@ type Params struct {
 // datapath, so that a mode's case finds its host baseline.
 func (p Params) Comparable() Params {
 	p.Datapath = ""
+	p.ModeConfig = ""
 	return p
 }
 

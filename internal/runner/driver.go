@@ -54,6 +54,9 @@ type driverSetup struct {
 	// address the client dials.
 	expose        func(port int) (netip.AddrPort, error)
 	engineCommand []string
+	// listenPort is the port the native engine's server must listen on,
+	// for modes that publish it before the server exists; 0 for any.
+	listenPort int
 }
 
 // drivers maps each engine name to its constructor.

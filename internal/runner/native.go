@@ -48,7 +48,7 @@ func newNativeDriver(ctx context.Context, s driverSetup, c model.Case) (d driver
 	if nd.client, err = startNativeEngine(s.client, s.engineCommand); err != nil {
 		return nil, err
 	}
-	port, err := nd.server.client.Listen(ctx, s.server.ep.Addr.String(), 0)
+	port, err := nd.server.client.Listen(ctx, s.server.ep.Addr.String(), s.listenPort)
 	if err != nil {
 		return nil, nd.server.proc.describe(fmt.Errorf("listen on %s: %w", s.server.ep.Addr, err))
 	}

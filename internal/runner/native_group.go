@@ -92,7 +92,7 @@ func newGroupDriver(ctx context.Context, s driverSetup, c model.Case) (d driver,
 	serverTargets := make([]string, len(g.servers))
 	pingTargets := make([]string, len(g.servers))
 	for i, sl := range g.servers {
-		port, err := gd.servers[i].client.ListenWith(ctx, sl.ep.Addr.String(), 0, opts)
+		port, err := gd.servers[i].client.ListenWith(ctx, sl.ep.Addr.String(), s.listenPort, opts)
 		if err != nil {
 			return nil, gd.servers[i].proc.describe(fmt.Errorf("listen on %s: %w", sl.ep.Addr, err))
 		}

@@ -256,7 +256,7 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64
 	defer func() { err = errors.Join(err, pl.close()) }()
 	server, client := pl.server, pl.client
 	server.cpus, client.cpus = receiverCPUs, senderCPUs
-	setup := driverSetup{server: server, client: client, engineCommand: r.opts.EngineCommand, expose: pl.expose}
+	setup := driverSetup{server: server, client: client, engineCommand: r.opts.EngineCommand, expose: pl.expose, listenPort: pl.listenPort}
 	drv, err := newDriver(ctx, setup, *c)
 	if err != nil {
 		return err
@@ -304,6 +304,8 @@ type placed struct {
 	server, client *slot
 	// expose publishes a port of the server and returns what clients dial.
 	expose func(port int) (netip.AddrPort, error)
+	// listenPort is the port a Publisher mode published; 0 for any.
+	listenPort int
 	// close removes everything placing made.
 	close func() error
 }
@@ -316,6 +318,11 @@ func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor,
 		return placed{}, err
 	}
 	m := d.New(t)
+	listenPort := 0
+	if p, ok := m.(mode.Publisher); ok {
+		listenPort = publishedPort(c.Engine)
+		p.Publish(listenPort)
+	}
 	g, err := r.placeGroup(t, m, c.Params)
 	if err != nil {
 		return placed{}, errors.Join(err, t.Close())
@@ -323,8 +330,9 @@ func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor,
 	server, client := g.servers[0], g.clients[0]
 	pl = placed{
 		server: server, client: client,
-		expose: func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
-		close:  func() error { return errors.Join(g.close(), t.Close()) },
+		expose:     func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
+		listenPort: listenPort,
+		close:      func() error { return errors.Join(g.close(), t.Close()) },
 	}
 	if err := t.ApplyOffloads(); err != nil {
 		return placed{}, errors.Join(err, pl.close())

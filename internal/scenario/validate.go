@@ -93,10 +93,17 @@ func checkRate(bps int64) string {
 }
 
 // checkWord checks a mode, topology, workload or engine name against the
-// vocabulary; kind is the singular ("mode").
+// vocabulary; kind is the singular ("mode"). An entry ending in "*", such
+// as "cni:*", stands for every name that starts with what precedes it and
+// goes on.
 func checkWord(kind, name string, valid []string) string {
-	if slices.Contains(valid, name) {
+	if slices.Contains(valid, name) && !strings.HasSuffix(name, "*") {
 		return ""
+	}
+	for _, v := range valid {
+		if prefix, ok := strings.CutSuffix(v, "*"); ok && len(name) > len(prefix) && strings.HasPrefix(name, prefix) && !strings.HasSuffix(name, "*") {
+			return ""
+		}
 	}
 	return fmt.Sprintf("unknown %s %q; valid %s: %s", kind, name, plural(kind), quoteList(valid))
 }

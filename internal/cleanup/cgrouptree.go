@@ -1,0 +1,140 @@
+package cleanup
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"cnbench/internal/netns"
+)
+
+// cgroupMounts lists the mount points of every cgroup hierarchy, v1 and
+// v2, as /proc/self/mountinfo shows them.
+func cgroupMounts() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("list cgroup hierarchies: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// Fields: id parent major:minor root mountpoint options ... - fstype source superoptions
+		fields := strings.Fields(sc.Text())
+		sep := slices.Index(fields, "-")
+		if sep < 0 || sep+1 >= len(fields) || len(fields) < 5 {
+			continue
+		}
+		if fs := fields[sep+1]; fs == "cgroup" || fs == "cgroup2" {
+			out = append(out, fields[4])
+		}
+	}
+	return out, sc.Err()
+}
+
+// RemoveCgroupTree removes the top-level cgroup name, and every cgroup
+// below it, from every hierarchy: a container runtime such as Docker's
+// makes one child per container under the parent it is given, in each
+// controller. Processes still in the tree are killed first; a tree that
+// does not exist is no error. Only names with cnbench's prefix are
+// accepted.
+//
+// Equivalent to: find /sys/fs/cgroup/*/NAME -depth -type d -exec rmdir {} \;
+func RemoveCgroupTree(name string) error {
+	if !strings.HasPrefix(name, netns.Prefix+"-") || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("remove cgroup tree %q: not a cnbench cgroup name", name)
+	}
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range mounts {
+		root := filepath.Join(m, name)
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		errs = append(errs, removeTree(root, 3*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// removeTree removes a cgroup directory bottom-up, killing what it still
+// holds and retrying while a process killed a moment ago is still
+// leaving.
+func removeTree(root string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		var last error
+		for i := len(dirs) - 1; i >= 0; i-- {
+			for _, pid := range cgroupPIDs(dirs[i]) {
+				if pid != os.Getpid() {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				last = fmt.Errorf("remove cgroup %s: %w", dirs[i], err)
+			}
+		}
+		if last == nil || time.Now().After(deadline) {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sweepCgroupTrees removes the cgroup trees of a dead run: the parents
+// its private container runtimes put their containers under
+// (cnb-TOKEN-dk-*), in every hierarchy. The sweep's own pass over
+// cnbench's cgroups then reports them.
+func sweepCgroupTrees(tok netns.Token) error {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for _, m := range mounts {
+		matches, _ := filepath.Glob(filepath.Join(m, tok.Name("dk-")+"*"))
+		for _, dir := range matches {
+			name := filepath.Base(dir)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			errs = append(errs, RemoveCgroupTree(name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweepDirs removes the private directories of a dead run's CNI networks
+// and Docker daemons (cnb-TOKEN-cni-*, cnb-TOKEN-dk-* in the temporary
+// directory); what the plugins and daemons built inside the run's
+// namespaces went with the namespaces.
+func sweepDirs(tok netns.Token) error {
+	var errs []error
+	for _, kind := range []string{"cni-", "dk-"} {
+		matches, _ := filepath.Glob(filepath.Join(os.TempDir(), tok.Name(kind)+"*"))
+		for _, dir := range matches {
+			if IsOwnDir(dir) {
+				errs = append(errs, os.RemoveAll(dir))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
