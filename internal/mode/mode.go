@@ -49,6 +49,9 @@ type Descriptor struct {
 // Check reports whether a case of this mode in the topology can be built
 // here: nil, or an error wrapping ErrUnsupported that says why not.
 func (d Descriptor) Check(topology string) error {
+	if topo.IsVM(topology) {
+		return d.checkVM(topology)
+	}
 	if err := d.Available(); err != nil {
 		return err
 	}

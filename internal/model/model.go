@@ -36,6 +36,9 @@ type Params struct {
 	// Datapath is the Open vSwitch datapath the case used: "system"
 	// (the kernel's) or "netdev" (userspace).
 	Datapath string `json:"datapath,omitempty"`
+	// Accel is how the case's VMs ran: "kvm", or "tcg", qemu's software
+	// emulation, whose numbers measure the emulator more than the network.
+	Accel string `json:"accel,omitempty"`
 	// ModeConfig is what an external network engine was given, as JSON:
 	// the CNI configuration of a cni: mode after cnbench's rewriting, or
 	// the Docker daemon and network settings of a docker: mode.

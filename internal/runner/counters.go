@@ -23,6 +23,9 @@ func (c linkCounters) sub(d linkCounters) linkCounters {
 //
 // Equivalent to: ip -n NS -s link
 func (s *slot) counters() (linkCounters, error) {
+	if s.guest != nil {
+		return s.guest.counters()
+	}
 	h, err := netlink.NewHandleAt(s.ep.NS.Handle())
 	if err != nil {
 		return linkCounters{}, fmt.Errorf("read counters in %s: %w", s.ep.NS.Name, err)

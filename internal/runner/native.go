@@ -64,6 +64,9 @@ func startNativeEngine(s *slot, command []string) (*nativeEngine, error) {
 	if s.agent != nil {
 		return s.agent.startEngine()
 	}
+	if s.guest != nil {
+		return s.guest.startEngine(s)
+	}
 	ne := &nativeEngine{}
 	p, err := s.start(command, func(cmd *exec.Cmd) error {
 		stdin, err := cmd.StdinPipe()

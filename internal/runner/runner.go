@@ -94,7 +94,7 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 // Close releases the run token.
 func (r *Runner) Close() error {
 	r.agents.close()
-	return cleanup.Release(r.token)
+	return errors.Join(topo.RemoveImages(r.token), cleanup.Release(r.token))
 }
 
 // Token is the run token in the names of everything this runner creates.
@@ -146,6 +146,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 	cases := spec.Expand()
 	for i := range cases {
 		recordSettings(&cases[i])
+		recordAccel(&cases[i], r.token)
 		if r.opts.TargetCIPct > 0 {
 			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
 			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
@@ -317,7 +318,7 @@ func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor,
 	if err != nil {
 		return placed{}, err
 	}
-	m := d.New(t)
+	m := d.InTopology(t)
 	listenPort := 0
 	if p, ok := m.(mode.Publisher); ok {
 		listenPort = publishedPort(c.Engine)

@@ -17,6 +17,7 @@ import (
 	"cnbench/internal/store"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
+	"cnbench/internal/vm/agent"
 )
 
 // The test binary doubles as the engine: started with this variable set,
@@ -24,7 +25,14 @@ import (
 const engineEnv = "CNBENCH_TEST_ENGINE"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(engineEnv) == "1" {
+	// Booted as a guest's init, the test binary is the guest's agent, and
+	// the agent starts it again as the guest's engine.
+	if len(os.Args) > 1 && os.Args[1] == "guest-agent" {
+		if err := agent.Main(); err != nil {
+			os.Exit(1)
+		}
+	}
+	if os.Getenv(engineEnv) == "1" || len(os.Args) > 1 && os.Args[1] == "engine" {
 		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
 		}

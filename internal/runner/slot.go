@@ -33,6 +33,8 @@ type slot struct {
 	// group is every endpoint of the case this slot belongs to; nil
 	// where the case's endpoints were not placed on this machine.
 	group *group
+	// guest is set when the endpoint sits inside a VM (vm.go).
+	guest *guestSlot
 }
 
 func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string) (*slot, error) {
@@ -40,7 +42,7 @@ func newSlot(ep *topo.Endpoint, hier cpu.Hierarchy, cgName string, env []string)
 	if err != nil {
 		return nil, err
 	}
-	return &slot{ep: ep, cgroup: cg, cgName: cgName, hier: hier, env: env}, nil
+	return &slot{ep: ep, cgroup: cg, cgName: cgName, hier: hier, env: env, guest: guestSlotFor(ep)}, nil
 }
 
 // close removes the cgroup; every process started in the slot must have
@@ -52,7 +54,12 @@ func (s *slot) close() error {
 	return s.hier.Remove(s.cgName)
 }
 
-func (s *slot) usage() (cpu.Usage, error) { return s.cgroup.Usage() }
+func (s *slot) usage() (cpu.Usage, error) {
+	if s.guest != nil {
+		return s.guest.usage()
+	}
+	return s.cgroup.Usage()
+}
 
 // proc is a process started in a slot.
 type proc struct {
@@ -62,6 +69,9 @@ type proc struct {
 	stderr *limitedBuffer
 	waited chan struct{}
 	err    error
+	// end stops a process that is not a child of this one, such as an
+	// engine in a guest; nil for children.
+	end func()
 }
 
 // start forks command from a thread inside the endpoint's namespace, so
@@ -71,6 +81,9 @@ type proc struct {
 func (s *slot) start(command []string, configure func(*exec.Cmd) error) (*proc, error) {
 	if s.agent != nil {
 		return nil, fmt.Errorf("%w: %s on an agent's machine: agents start only cnbench's own engine", errEngineCannot, command[0])
+	}
+	if s.guest != nil {
+		return nil, fmt.Errorf("%w: %s inside a VM: guests carry only cnbench's own engine", errEngineCannot, command[0])
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = s.env
@@ -140,6 +153,11 @@ func (p *proc) kill() error {
 	case <-p.waited:
 		return nil
 	default:
+	}
+	if p.end != nil {
+		p.end()
+		<-p.waited
+		return nil
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.waited

@@ -33,6 +33,8 @@ func Build(kind string, token netns.Token, opts Options) (t *Topology, err error
 		return t, t.buildCHHC()
 	case Routed:
 		return t, t.buildRouted()
+	case CVC, CVHC, CHVC, CVHHC, CHHVC, VV:
+		return t, t.buildVM()
 	default:
 		return nil, fmt.Errorf("build topology: unknown topology %q", kind)
 	}

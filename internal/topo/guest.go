@@ -22,13 +22,14 @@ import (
 // eth0 name nic0 netns HOST; ip -n HOST addr add ADDR dev nic0; ip -n
 // HOST link set nic0 up; ip -n HOST route add DST via VIA
 func AdoptNIC(token netns.Token, opts Options, index int, mac net.HardwareAddr, addr netip.Prefix, routes map[netip.Prefix]netip.Addr) (t *Topology, h *Host, err error) {
-	t = &Topology{Kind: "guest", Token: token, Opts: opts}
+	built := &Topology{Kind: "guest", Token: token, Opts: opts}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, t.Close())
+			err = errors.Join(err, built.Close())
 			t, h = nil, nil
 		}
 	}()
+	t = built
 	links, err := netlink.LinkList()
 	if err != nil {
 		return nil, nil, fmt.Errorf("adopt NIC %s: %w", mac, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnbench/internal/netns"
+	"cnbench/internal/vm"
 )
 
 // Names of the topologies cnbench builds itself.
@@ -25,7 +26,7 @@ const (
 )
 
 // Kinds lists the topologies, in the order docs and doctor show them.
-var Kinds = []string{CHC, CHHC, Routed}
+var Kinds = append([]string{CHC, CHHC, Routed}, VMKinds...)
 
 // NICName is the emulated NIC's name inside every host.
 const NICName = "nic0"
@@ -56,6 +57,11 @@ type Host struct {
 	Router netip.Addr
 	// Handle is a netlink socket bound to the host's namespace.
 	Handle *netlink.Handle
+	// Guest is the running VM when the host is one; modes then build
+	// inside it (through its agent), NS is the namespace of the emulated
+	// host GuestOn that runs it, and Handle is nil.
+	Guest   *vm.Guest
+	GuestOn *Host
 }
 
 // Endpoint is a container: a namespace on a host, or the host itself for
@@ -78,6 +84,11 @@ type Topology struct {
 	// Peers are the underlay addresses of hosts on other machines, in a
 	// topology built on one machine of several (BuildOnParent).
 	Peers []netip.Addr
+	// Guests are the VM hosts of a VM topology (vm.go), beside Hosts.
+	Guests []*Host
+
+	// serverHost and clientHost override HostFor in VM topologies.
+	serverHost, clientHost *Host
 
 	mu         sync.Mutex
 	stub       *netns.NS // the far end of chc's NIC
@@ -90,6 +101,12 @@ type Topology struct {
 // every endpoint shares host 1; across hosts, servers sit on host 1 and
 // clients on host 2.
 func (t *Topology) HostFor(server bool) *Host {
+	if server && t.serverHost != nil {
+		return t.serverHost
+	}
+	if !server && t.clientHost != nil {
+		return t.clientHost
+	}
 	if server || len(t.Hosts) == 1 {
 		return t.Hosts[0]
 	}

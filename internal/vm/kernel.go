@@ -64,9 +64,10 @@ func compareVersions(a, b string) int {
 }
 
 // guestModules are the modules the guest loads at boot: the virtio PCI
-// transport, its NIC and its serial ports (cnbench's control channel), and
-// the links of the modes cnbench builds inside guests.
-var guestModules = []string{"virtio_pci", "virtio_net", "virtio_console", "veth", "bridge", "macvlan", "ipvlan"}
+// transport, its NIC and its serial ports (cnbench's control channel),
+// the links of the modes cnbench builds inside guests, and the netlink
+// families its netlink library opens a socket for in every namespace.
+var guestModules = []string{"virtio_pci", "virtio_net", "virtio_console", "veth", "bridge", "macvlan", "ipvlan", "xfrm_user", "nfnetlink"}
 
 // moduleFiles resolves modules and their dependencies to module files, in
 // the order they must be loaded. Debian's kernel package ships no

@@ -308,8 +308,8 @@ func (g *Guest) consoleTail() string {
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {
 		return ""
 	}
-	if len(data) > 1500 {
-		data = data[len(data)-1500:]
+	if len(data) > 6000 {
+		data = data[len(data)-6000:]
 	}
 	return "; guest console: " + strings.TrimSpace(string(data))
 }
@@ -337,7 +337,7 @@ func (g *Guest) callUntil(req Request, deadline time.Time) (Reply, error) {
 	}
 	resp, err := g.ctlR.ReadBytes('\n')
 	if err != nil {
-		return Reply{}, fmt.Errorf("guest %s: no answer to %s: %w", g.Name, req.Op, err)
+		return Reply{}, fmt.Errorf("guest %s: no answer to %s: %w%s", g.Name, req.Op, err, g.consoleTail())
 	}
 	var r Reply
 	if err := json.Unmarshal(resp, &r); err != nil {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,11 +31,6 @@ import (
 	"cnbench/internal/topo"
 	"cnbench/internal/vm"
 )
-
-// GuestModes are the modes the agent builds. Open vSwitch needs its
-// userspace daemons and their libraries, too heavy to carry in the
-// image; nat needs nftables and overlay a second guest host.
-var GuestModes = []string{"host", "veth", "bridge", "macvlan", "macvlan:private", "macvlan:vepa", "macvlan:passthru", "ipvlan", "ipvlan:l3", "ipvlan:l3s"}
 
 // Main runs the guest: it must be process 1.
 func Main() error {
@@ -182,7 +178,14 @@ func (a *agent) serve(ctl *os.File) error {
 	}
 }
 
-func (a *agent) handle(line []byte) vm.Reply {
+func (a *agent) handle(line []byte) (reply vm.Reply) {
+	// A bug must not take the guest's init down: the host would see only
+	// a closed channel.
+	defer func() {
+		if p := recover(); p != nil {
+			reply = vm.Reply{Error: fmt.Sprintf("guest agent panic: %v", p)}
+		}
+	}()
 	var req vm.Request
 	if err := json.Unmarshal(line, &req); err != nil {
 		return vm.Reply{Error: fmt.Sprintf("bad request: %v", err)}
@@ -270,12 +273,8 @@ func (a *agent) doEndpoint(modeName, name string) (vm.Reply, error) {
 	if _, dup := a.endpoints[name]; dup {
 		return vm.Reply{}, fmt.Errorf("endpoint %s exists already", name)
 	}
-	supported := false
-	for _, m := range GuestModes {
-		supported = supported || m == modeName
-	}
-	if !supported {
-		return vm.Reply{}, fmt.Errorf("%w: mode %s is not built inside guests (they build %s)", vm.ErrGuestUnsupported, modeName, strings.Join(GuestModes, ", "))
+	if !slices.Contains(mode.GuestModes, modeName) {
+		return vm.Reply{}, fmt.Errorf("%w: mode %s is not built inside guests (they build %s)", vm.ErrGuestUnsupported, modeName, strings.Join(mode.GuestModes, ", "))
 	}
 	d, ok := mode.Lookup(modeName)
 	if !ok {
