@@ -42,6 +42,8 @@ type runFlags struct {
 	workloads        []string
 	flows            []string
 	msgSizes         []string
+	// more holds the flags of the other workload parameters.
+	more workloadParams
 	placements       []string
 	format           string
 	quiet            bool
@@ -64,6 +66,8 @@ from --modes, --topologies and --workloads. Needs root.`,
 		Example: `  cnbench run suites/quick.yaml
   cnbench run quick --samples 5 --duration 10s
   cnbench run --modes bridge,macvlan --workloads tcp_stream,tcp_rr --topologies chc,chhc --flows 1,4
+  cnbench run --modes bridge --topologies chhc --workloads udp_stream --rate 1G
+  cnbench run --modes bridge --topologies chc --workloads tcp_stream --pattern fan_in --clients 8
   cnbench run --resume 7`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -90,6 +94,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(runner.Workloads, ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
 	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
+	f.more = addWorkloadFlags(fl)
 	// Repeated rather than comma-separated: CPU lists hold commas.
 	fl.StringArrayVar(&f.placements, "placement", nil, "CPU placement of the engines, repeatable (replaces the scenario's): none, same_core, different_cores, same_node, different_nodes, or SENDER/RECEIVER CPU lists such as 0/1")
 	fl.StringVar(&f.format, "format", "table", "results format printed at the end: table, json, csv, markdown")
@@ -105,7 +110,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 // scenario builds the spec from the file or suite named, or from the axis
 // flags, and applies the overrides. Every error here is invalid input.
 func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, error) {
-	axes := len(f.modes)+len(f.topologies)+len(f.workloads)+len(f.flows)+len(f.msgSizes) > 0
+	axes := len(f.modes)+len(f.topologies)+len(f.workloads)+len(f.flows)+len(f.msgSizes)+len(f.more.set()) > 0
 	var spec *scenario.Spec
 	var err error
 	switch {
@@ -161,7 +166,7 @@ func loadScenario(arg string) (*scenario.Spec, error) {
 }
 
 func (f *runFlags) fromAxes() (*scenario.Spec, error) {
-	a := scenario.Axes{Modes: f.modes, Topologies: f.topologies, Workloads: f.workloads}
+	a := scenario.Axes{Modes: f.modes, Topologies: f.topologies, Workloads: f.workloads, More: f.more.set()}
 	for _, s := range f.flows {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {

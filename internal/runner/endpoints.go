@@ -16,34 +16,19 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
 
-// Traffic patterns (study 001). Each says how many server and client
-// endpoints a case places and which server each client talks to; the
-// workload's flows run from every client endpoint.
-const (
-	// PatternPairs: C servers and C clients, client i with server i.
-	PatternPairs = "pairs"
-	// PatternFanIn: one server, C clients.
-	PatternFanIn = "fan_in"
-	// PatternNToM: N servers, M clients, client i with server i mod N.
-	PatternNToM = "n_to_m"
-	// PatternContainersXFlows: one server, C clients with F flows each,
-	// so that 1x4 and 4x1 can be compared.
-	PatternContainersXFlows = "containers_x_flows"
-)
-
-// Patterns lists the traffic patterns, the default first.
-var Patterns = []string{PatternPairs, PatternFanIn, PatternNToM, PatternContainersXFlows}
-
-// shape is how many servers and clients a case's pattern places.
+// shape is how many servers and clients a case's pattern places: pairs
+// (the default) C of each, fan_in and containers_x_flows one server, and
+// n_to_m N servers for M clients.
 func shape(p model.Params) (servers, clients int) {
 	clients = max(1, p.Clients)
 	switch p.Pattern {
-	case PatternFanIn, PatternContainersXFlows:
+	case scenario.PatternFanIn, scenario.PatternContainersXFlows:
 		return 1, clients
-	case PatternNToM:
+	case scenario.PatternNToM:
 		return max(1, p.Servers), clients
 	}
 	return clients, clients

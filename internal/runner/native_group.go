@@ -316,7 +316,7 @@ func (d *groupDriver) combine(c model.Case, spec engine.RunSpec, results []clien
 		}
 	}
 	more.rtt = rtt.stats()
-	if d.g.multi() || (c.Workload != "tcp_stream" && c.Workload != "tcp_rr") {
+	if d.g.multi() || c.Params.Pattern != "" || (c.Workload != "tcp_stream" && c.Workload != "tcp_rr") {
 		x.more = more
 	}
 	return x, nil
@@ -368,8 +368,12 @@ func (r *rttSum) stats() *engine.RTTStats {
 // case's threshold: a first, unpaced trial shows what the sender can
 // offer and the path delivers; then bisection between nothing and that
 // offered rate, starting at the delivered one, for at most maxRateTrials
-// trials in all, each as long as a sample. The sample holds the passing
-// trial with the highest rate, and every trial as an interval.
+// trials in all, each as long as a sample. While nothing above a passing
+// rate has failed yet, the next step goes at most a quarter higher: the
+// answer is rarely far above what the path delivered, and halving from
+// an unpaced sender's rate would spend the trials far above it. The
+// sample holds the passing trial with the highest rate, and every trial
+// as an interval.
 func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.RunSpec) (exchange, error) {
 	threshold := c.Params.LossThresholdPct
 	if threshold <= 0 {
@@ -410,7 +414,8 @@ func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.Run
 	if loss < threshold {
 		bestRate = offered
 	} else {
-		lo, hi := 0.0, offered/flows
+		ceiling := offered / flows
+		lo, hi := 0.0, ceiling
 		rate := first.more.throughputBPS / flows
 		for len(trials) < maxRateTrials && rate >= 1 {
 			x, offered, loss, err := trial(int64(rate))
@@ -427,6 +432,9 @@ func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.Run
 				break
 			}
 			rate = (lo + hi) / 2
+			if lo > 0 && hi == ceiling {
+				rate = min(rate, lo*1.25)
+			}
 		}
 	}
 	best.more.maxRateBPS = max(0, bestRate)

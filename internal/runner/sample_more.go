@@ -27,11 +27,14 @@ func moreValues(c model.Case, s *model.Sample, x exchange, before, after cpuRead
 			v[model.SentBytes] = float64(x.sentBytes)
 		}
 		v[model.ReceivedBytes] = float64(x.receivedBytes)
-		wire := after.wire.sub(before.wire)
-		v[model.WireRxBytes] = float64(wire.rxBytes)
-		v[model.WireRxPackets] = float64(wire.rxPackets)
-		udp := after.udp.sub(before.udp)
-		v[model.UDPRcvbufErrors] = float64(udp.rcvbufErrors)
+		// The kernel's counters span the whole exchange, which for
+		// udp_max_rate is every trial, not the one the sample reports.
+		if c.Workload == "udp_stream" {
+			wire := after.wire.sub(before.wire)
+			v[model.WireRxBytes] = float64(wire.rxBytes)
+			v[model.WireRxPackets] = float64(wire.rxPackets)
+			v[model.UDPRcvbufErrors] = float64(after.udp.sub(before.udp).rcvbufErrors)
+		}
 		if c.Workload == "udp_max_rate" {
 			v[model.MaxRateBPS] = m.maxRateBPS
 			v[model.Trials] = float64(m.trials)

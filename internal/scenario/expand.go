@@ -57,16 +57,20 @@ func (w Workload) variants() []model.Params {
 	case kindStream:
 		for _, flows := range w.Flows {
 			for _, size := range w.MsgSizes {
-				out = append(out, model.Params{Flows: flows, MsgSize: size})
+				out = append(out, w.moreVariants(model.Params{Flows: flows, MsgSize: size})...)
 			}
 		}
 	case kindRR:
 		for _, flows := range w.Flows {
 			for _, req := range w.RequestSizes {
 				for _, resp := range w.ResponseSizes {
-					out = append(out, model.Params{Flows: flows, RequestSize: req, ResponseSize: resp})
+					out = append(out, w.moreVariants(model.Params{Flows: flows, RequestSize: req, ResponseSize: resp})...)
 				}
 			}
+		}
+	case kindPing:
+		for _, size := range w.MsgSizes {
+			out = append(out, w.moreVariants(model.Params{MsgSize: size})...)
 		}
 	default:
 		out = append(out, model.Params{})
@@ -121,8 +125,10 @@ func workloadKey(workload string, p model.Params) string {
 		opts = []string{"flows=" + strconv.Itoa(p.Flows), "msg_size=" + strconv.Itoa(p.MsgSize)}
 	case kindRR:
 		opts = []string{"flows=" + strconv.Itoa(p.Flows), "request_size=" + strconv.Itoa(p.RequestSize), "response_size=" + strconv.Itoa(p.ResponseSize)}
+	case kindPing:
+		opts = []string{"msg_size=" + strconv.Itoa(p.MsgSize)}
 	}
-	return withOptions(workload, opts)
+	return withOptions(workload, append(opts, moreKey(workload, p)...))
 }
 
 func withOptions(name string, opts []string) string {

@@ -467,20 +467,22 @@ func (p *parser) workload(it item) (Workload, bool) {
 		return Workload{}, false
 	}
 	errsBefore := len(p.errs)
-	f := p.fields(n, it.path, workloadKeys(kindOf(typ)))
+	f := p.fields(n, it.path, append(workloadKeys(kindOf(typ)), moreKeys(typ)...))
 	w := defaultWorkload(typ)
+	lo, hi := sizeBounds(typ)
 	if fd, ok := f["flows"]; ok && !isNull(fd.value) {
 		w.Flows = p.ints(fd, "a positive integer", 1, maxFlows)
 	}
 	if fd, ok := f["msg_size"]; ok && !isNull(fd.value) {
-		w.MsgSizes = p.sizes(fd)
+		w.MsgSizes = p.sizes(fd, lo, hi)
 	}
 	if fd, ok := f["request_size"]; ok && !isNull(fd.value) {
-		w.RequestSizes = p.sizes(fd)
+		w.RequestSizes = p.sizes(fd, lo, hi)
 	}
 	if fd, ok := f["response_size"]; ok && !isNull(fd.value) {
-		w.ResponseSizes = p.sizes(fd)
+		w.ResponseSizes = p.sizes(fd, lo, hi)
 	}
+	p.moreParams(f, &w)
 	return w, len(p.errs) == errsBefore
 }
 
@@ -512,8 +514,9 @@ func (p *parser) ints(fd field, what string, lo, hi int) []int {
 	return out
 }
 
-// sizes reads a size axis (a scalar or a list) of distinct byte counts.
-func (p *parser) sizes(fd field) []int {
+// sizes reads a size axis (a scalar or a list) of distinct byte counts
+// from lo to hi.
+func (p *parser) sizes(fd field, lo, hi int) []int {
 	its := p.items(fd.value, fd.path)
 	if len(its) == 0 {
 		p.report(fd.value, fd.path, "empty list; expected at least one size")
@@ -526,8 +529,8 @@ func (p *parser) sizes(fd field) []int {
 			continue
 		}
 		n, err := ParseSize(text)
-		if err != nil || checkSize(n) != "" {
-			p.report(it.node, it.path, sizeMessage(text))
+		if err != nil || n < lo || n > hi {
+			p.report(it.node, it.path, sizeRangeMessage(text, lo, hi))
 			continue
 		}
 		if prev, dup := first[n]; dup {

@@ -67,6 +67,10 @@ type Axes struct {
 	// MsgSizes are the write size of stream workloads and both the request
 	// and the response size of request/response workloads.
 	MsgSizes []int
+	// More maps the keys of the other workload parameters ("rate",
+	// "pattern", "clients", "mss", ...) to their flags' values, as text a
+	// file would hold; each applies to every workload that takes it.
+	More map[string][]string
 }
 
 // FromAxes builds the spec a file with these axes and default settings
@@ -94,6 +98,7 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 	for _, typ := range workloads {
 		s.Workloads = append(s.Workloads, workloadsFromAxes(typ, flows, sizes)...)
 	}
+	applyMoreFlags(&errs, a.More, s.Workloads, sizes)
 	if err := errs.err(); err != nil {
 		return nil, err
 	}

@@ -71,6 +71,12 @@ type Workload struct {
 	MsgSizes      []int // stream workloads: bytes per write
 	RequestSizes  []int // request/response workloads
 	ResponseSizes []int // request/response workloads
+	// Rates are udp_stream's offered rates per flow, canonical ("1gbit",
+	// "100000pps"); nil is unlimited. Clients and Servers are the
+	// pattern's endpoint counts; nil is one.
+	Rates            []string
+	Clients, Servers []int
+	Settings
 }
 
 // Vocabulary lists the names the caller can actually run. Passing it in
@@ -113,14 +119,17 @@ const (
 	kindPlain  workloadKind = iota // no parameters (e.g. ping)
 	kindStream                     // flows, msg_size
 	kindRR                         // flows, request_size, response_size
+	kindPing                       // msg_size (the echo payload)
 )
 
 // kindOf derives the parameter set from the workload's name so a workload
 // added to the vocabulary later (udp_stream, tcp_crr) needs no change here.
 func kindOf(workload string) workloadKind {
 	switch {
-	case strings.HasSuffix(workload, "_stream"):
+	case strings.HasSuffix(workload, "_stream"), workload == "udp_max_rate":
 		return kindStream
+	case workload == "ping":
+		return kindPing
 	case strings.HasSuffix(workload, "_rr"), strings.HasSuffix(workload, "_crr"):
 		return kindRR
 	default:
@@ -136,10 +145,19 @@ func defaultWorkload(typ string) Workload {
 	case kindStream:
 		w.Flows = []int{defaultFlows}
 		w.MsgSizes = []int{defaultMsgSize}
+		if isUDP(typ) {
+			w.MsgSizes = []int{defaultUDPSize}
+		}
 	case kindRR:
 		w.Flows = []int{defaultFlows}
 		w.RequestSizes = []int{defaultRRSize}
 		w.ResponseSizes = []int{defaultRRSize}
+	case kindPing:
+		w.MsgSizes = []int{defaultPingSize}
+		w.Interval = defaultPingInterval
+	}
+	if typ == "udp_max_rate" {
+		w.LossThresholdPct = defaultLossThreshold
 	}
 	return w
 }
@@ -151,6 +169,8 @@ func workloadKeys(k workloadKind) []string {
 		return []string{"type", "flows", "msg_size"}
 	case kindRR:
 		return []string{"type", "flows", "request_size", "response_size"}
+	case kindPing:
+		return []string{"type", "msg_size"}
 	default:
 		return []string{"type"}
 	}

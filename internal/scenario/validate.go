@@ -67,6 +67,15 @@ func sizeMessage(got string) string {
 	return fmt.Sprintf("expected a size from 1 to %s bytes (an integer, or with a binary unit: 64, 64K, 1M), got %q", formatSize(maxSize), got)
 }
 
+// sizeRangeMessage is sizeMessage for workloads whose messages have
+// tighter bounds: datagrams, echoes.
+func sizeRangeMessage(got string, lo, hi int) string {
+	if lo == 1 && hi == maxSize {
+		return sizeMessage(got)
+	}
+	return fmt.Sprintf("expected a size from %d to %d bytes for this workload (an integer, or with a binary unit: 64, 1K), got %q", lo, hi, got)
+}
+
 func checkSize(n int) string {
 	if n < 1 || n > maxSize {
 		return sizeMessage(strconv.Itoa(n))
@@ -129,9 +138,11 @@ func (s *Spec) countCases() int {
 func (w Workload) variantCount() int {
 	switch kindOf(w.Type) {
 	case kindStream:
-		return saturatingMul(len(w.Flows), len(w.MsgSizes))
+		return saturatingMul(saturatingMul(len(w.Flows), len(w.MsgSizes)), w.moreVariantCount())
 	case kindRR:
-		return saturatingMul(saturatingMul(len(w.Flows), len(w.RequestSizes)), len(w.ResponseSizes))
+		return saturatingMul(saturatingMul(saturatingMul(len(w.Flows), len(w.RequestSizes)), len(w.ResponseSizes)), w.moreVariantCount())
+	case kindPing:
+		return saturatingMul(len(w.MsgSizes), w.moreVariantCount())
 	default:
 		return 1
 	}

@@ -59,7 +59,10 @@ func (s *Spec) YAML() ([]byte, error) {
 			put(m, "flows", listNode(w.Flows, scalarNode))
 			put(m, "request_size", listNode(w.RequestSizes, sizeNode))
 			put(m, "response_size", listNode(w.ResponseSizes, sizeNode))
+		case kindPing:
+			put(m, "msg_size", listNode(w.MsgSizes, sizeNode))
 		}
+		w.putMore(func(key string, value *yaml.Node) { put(m, key, value) })
 		workloads.Content = append(workloads.Content, m)
 	}
 	put(doc, "workloads", workloads)

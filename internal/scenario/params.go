@@ -1,0 +1,428 @@
+package scenario
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"cnbench/internal/model"
+)
+
+// Traffic patterns (study 001): how many server and client endpoints a
+// case places, and which server each client talks to.
+const (
+	PatternPairs            = "pairs"              // C servers, C clients, client i with server i
+	PatternFanIn            = "fan_in"             // 1 server, C clients
+	PatternNToM             = "n_to_m"             // N servers, M clients, client i with server i mod N
+	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
+)
+
+// Patterns lists the traffic patterns, the default first.
+var Patterns = []string{PatternPairs, PatternFanIn, PatternNToM, PatternContainersXFlows}
+
+// Defaults and limits of the parameters beyond flows and sizes.
+const (
+	defaultUDPSize       = 1472 // the largest datagram one 1500-byte frame holds
+	defaultPingSize      = 56   // iputils ping's
+	defaultPingInterval  = 100 * time.Millisecond
+	defaultLossThreshold = 3.0 // study 000's bound for UDP
+	minDatagram          = 32  // the engine's datagram header
+	maxDatagram          = 65507
+	minPingPayload       = 16 // an echo's index and send time
+	maxPingPayload       = 65507 - 8
+	maxEndpoints         = 250 // a host numbers its endpoints 1..250
+	maxPingCount         = 10_000_000
+	maxPingInterval      = time.Minute
+	minMSS, maxMSS       = 88, 65495
+	maxBuffer            = 1 << 30
+	maxPPS               = 1_000_000_000
+)
+
+// isUDP reports whether a workload sends datagrams.
+func isUDP(workload string) bool { return strings.HasPrefix(workload, "udp_") }
+
+// isTCP reports whether a workload runs over TCP.
+func isTCP(workload string) bool { return strings.HasPrefix(workload, "tcp_") }
+
+// sizeBounds are the sizes a workload's messages may have.
+func sizeBounds(workload string) (lo, hi int) {
+	switch {
+	case workload == "ping":
+		return minPingPayload, maxPingPayload
+	case isUDP(workload):
+		return minDatagram, maxDatagram
+	}
+	return 1, maxSize
+}
+
+// moreKeys are the keys a workload takes beyond type, flows and sizes.
+func moreKeys(workload string) []string {
+	keys := []string{"pattern", "clients", "servers"}
+	switch {
+	case workload == "ping":
+		return append(keys, "count", "interval")
+	case workload == "udp_stream":
+		keys = append(keys, "rate")
+	case workload == "udp_max_rate":
+		keys = append(keys, "loss_threshold")
+	}
+	keys = append(keys, "send_buffer", "receive_buffer")
+	if isTCP(workload) {
+		keys = append(keys, "mss", "cc", "nodelay")
+	}
+	return keys
+}
+
+// Settings are a workload's parameters that are not axes: one value per
+// workload entry.
+type Settings struct {
+	// Pattern is one of Patterns; empty is pairs.
+	Pattern string
+	// LossThresholdPct bounds udp_max_rate's search.
+	LossThresholdPct float64
+	// Count and Interval shape ping: echoes per sample (0: as many as the
+	// duration holds) and the gap between them.
+	Count    int
+	Interval time.Duration
+	// TCP and socket knobs; zero values keep the kernel's defaults.
+	MSS, SendBuffer, ReceiveBuffer int
+	CC, NoDelay                    string
+}
+
+var ccName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,14}$`)
+
+// parseRateAxisValue reads an offered rate: a tc rate or packets per
+// second ("100000pps"), returned in the canonical form cases record.
+func parseRateAxisValue(text string) (string, string) {
+	t := strings.TrimSpace(text)
+	if strings.HasSuffix(strings.ToLower(t), "pps") {
+		n, err := strconv.ParseInt(strings.TrimSpace(t[:len(t)-3]), 10, 64)
+		if err != nil || n < 1 || n > maxPPS {
+			return "", fmt.Sprintf("expected a rate such as 1gbit or 100000pps (packets per second, 1..%d), got %q", maxPPS, text)
+		}
+		return strconv.FormatInt(n, 10) + "pps", ""
+	}
+	bps, err := ParseRate(t)
+	if err != nil {
+		return "", fmt.Sprintf("expected a rate such as 100mbit, 1gbit or 10G, or packets per second such as 100000pps, got %q", text)
+	}
+	if msg := checkRate(bps); msg != "" {
+		return "", msg
+	}
+	return formatRate(bps), ""
+}
+
+// moreParams reads the keys of moreKeys from a workload mapping into w.
+func (p *parser) moreParams(f map[string]field, w *Workload) {
+	if fd, ok := f["pattern"]; ok && !isNull(fd.value) {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "a pattern"); ok {
+			if msg := checkWord("pattern", text, Patterns); msg != "" {
+				p.report(fd.value, fd.path, msg)
+			} else {
+				w.Pattern = normalPattern(text)
+			}
+		}
+	}
+	if fd, ok := f["clients"]; ok && !isNull(fd.value) {
+		w.Clients = p.ints(fd, "a number of client endpoints", 1, maxEndpoints)
+	}
+	if fd, ok := f["servers"]; ok && !isNull(fd.value) {
+		if w.Pattern != PatternNToM {
+			p.report(fd.key, fd.path, "servers applies to pattern n_to_m only; the other patterns fix the number of servers")
+		} else {
+			w.Servers = p.ints(fd, "a number of server endpoints", 1, maxEndpoints)
+		}
+	}
+	if fd, ok := f["rate"]; ok && !isNull(fd.value) {
+		w.Rates = nil
+		first := map[string]string{}
+		for _, it := range p.items(fd.value, fd.path) {
+			text, ok := p.scalar(it, "a rate")
+			if !ok {
+				continue
+			}
+			rate, msg := parseRateAxisValue(text)
+			if msg != "" {
+				p.report(it.node, it.path, msg)
+				continue
+			}
+			if prev, dup := first[rate]; dup {
+				p.report(it.node, it.path, duplicateMessage("rate "+rate, prev))
+				continue
+			}
+			first[rate] = it.path
+			w.Rates = append(w.Rates, rate)
+		}
+	}
+	if fd, ok := f["loss_threshold"]; ok && !isNull(fd.value) {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "a loss percentage"); ok {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(text), "%"), 64)
+			if err != nil || v <= 0 || v >= 100 {
+				p.report(fd.value, fd.path, fmt.Sprintf("expected a loss percentage above 0 and below 100, such as 3 or 0.5, got %q", text))
+			} else {
+				w.LossThresholdPct = v
+			}
+		}
+	}
+	if fd, ok := f["count"]; ok && !isNull(fd.value) {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "a number of echoes"); ok {
+			n, msg := parseIntIn(text, "a number of echoes", 1, maxPingCount)
+			p.check(fd.value, fd.path, msg)
+			w.Count = n
+		}
+	}
+	if fd, ok := f["interval"]; ok && !isNull(fd.value) {
+		w.Interval = p.duration(fd, checkPingInterval, w.Interval)
+	}
+	if fd, ok := f["mss"]; ok && !isNull(fd.value) {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "an MSS"); ok {
+			n, msg := parseIntIn(text, "an MSS in bytes", minMSS, maxMSS)
+			p.check(fd.value, fd.path, msg)
+			w.MSS = n
+		}
+	}
+	for _, b := range []struct {
+		key string
+		dst *int
+	}{{"send_buffer", &w.SendBuffer}, {"receive_buffer", &w.ReceiveBuffer}} {
+		if fd, ok := f[b.key]; ok && !isNull(fd.value) {
+			if text, ok := p.scalar(item{fd.value, fd.path}, "a size"); ok {
+				n, err := ParseSize(text)
+				if err != nil || n < 1 || n > maxBuffer {
+					p.report(fd.value, fd.path, fmt.Sprintf("expected a buffer size from 1 byte to 1G (such as 256K or 4M), got %q", text))
+				} else {
+					*b.dst = n
+				}
+			}
+		}
+	}
+	if fd, ok := f["cc"]; ok && !isNull(fd.value) {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "a congestion control name"); ok {
+			if !ccName.MatchString(text) {
+				p.report(fd.value, fd.path, fmt.Sprintf("expected a congestion control name such as cubic, reno or bbr, got %q", text))
+			} else {
+				w.CC = text
+			}
+		}
+	}
+	if fd, ok := f["nodelay"]; ok && !isNull(fd.value) {
+		if v, ok := p.toggle(fd); ok {
+			w.NoDelay = v
+		}
+	}
+}
+
+// normalPattern stores the default pattern as empty, so a case that
+// names it has the key of one that does not.
+func normalPattern(pattern string) string {
+	if pattern == PatternPairs {
+		return ""
+	}
+	return pattern
+}
+
+func checkPingInterval(d time.Duration) string {
+	if d < time.Microsecond || d > maxPingInterval {
+		return fmt.Sprintf("expected an interval from 1us to %v (such as 10ms or 1s), got %v", maxPingInterval, d)
+	}
+	return ""
+}
+
+// moreAxes are the variants of a workload's rate, clients and servers
+// axes, applied to params; every workload has at least one.
+func (w Workload) moreVariants(base model.Params) []model.Params {
+	rates := w.Rates
+	if len(rates) == 0 {
+		rates = []string{""}
+	}
+	clients := w.Clients
+	if len(clients) == 0 {
+		clients = []int{1}
+	}
+	servers := w.Servers
+	if len(servers) == 0 {
+		servers = []int{0}
+	}
+	var out []model.Params
+	for _, rate := range rates {
+		for _, c := range clients {
+			for _, s := range servers {
+				p := base
+				p.Rate = rate
+				p.Pattern = w.Pattern
+				if c > 1 || w.Pattern != "" {
+					p.Clients = c
+				}
+				if w.Pattern == PatternNToM {
+					p.Servers = max(1, s)
+				}
+				w.applySettings(&p)
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// moreVariantCount is the number of moreVariants, saturating.
+func (w Workload) moreVariantCount() int {
+	return saturatingMul(saturatingMul(max(1, len(w.Rates)), max(1, len(w.Clients))), max(1, len(w.Servers)))
+}
+
+func (w Workload) applySettings(p *model.Params) {
+	p.LossThresholdPct = w.LossThresholdPct
+	p.Count = w.Count
+	p.IntervalUS = w.Interval.Microseconds()
+	p.MSS, p.SendBuffer, p.ReceiveBuffer = w.MSS, w.SendBuffer, w.ReceiveBuffer
+	p.CC, p.NoDelay = w.CC, w.NoDelay
+}
+
+// moreKey is the part of a case key the parameters beyond flows and sizes
+// add, only those set, so older keys stay as they were.
+func moreKey(workload string, p model.Params) []string {
+	var opts []string
+	add := func(k, v string) { opts = append(opts, k+"="+v) }
+	if workload == "ping" {
+		if p.Count != 0 {
+			add("count", strconv.Itoa(p.Count))
+		}
+		add("interval", time.Duration(p.IntervalUS*1000).String())
+	}
+	if p.Rate != "" {
+		add("rate", p.Rate)
+	}
+	if p.LossThresholdPct != 0 {
+		add("loss_threshold", strconv.FormatFloat(p.LossThresholdPct, 'g', -1, 64))
+	}
+	if p.Pattern != "" {
+		add("pattern", p.Pattern)
+	}
+	if p.Clients != 0 {
+		add("clients", strconv.Itoa(p.Clients))
+	}
+	if p.Servers != 0 {
+		add("servers", strconv.Itoa(p.Servers))
+	}
+	if p.MSS != 0 {
+		add("mss", strconv.Itoa(p.MSS))
+	}
+	if p.SendBuffer != 0 {
+		add("send_buffer", strconv.Itoa(p.SendBuffer))
+	}
+	if p.ReceiveBuffer != 0 {
+		add("receive_buffer", strconv.Itoa(p.ReceiveBuffer))
+	}
+	if p.CC != "" {
+		add("cc", p.CC)
+	}
+	if p.NoDelay != "" {
+		add("nodelay", p.NoDelay)
+	}
+	return opts
+}
+
+// putMore renders the parameters beyond flows and sizes that are set, in
+// a form the parser reads back to the same workload.
+func (w Workload) putMore(put func(key string, value *yaml.Node)) {
+	if w.Pattern != "" {
+		put("pattern", scalarNode(w.Pattern))
+	}
+	if len(w.Clients) > 0 {
+		put("clients", listNode(w.Clients, scalarNode))
+	}
+	if len(w.Servers) > 0 {
+		put("servers", listNode(w.Servers, scalarNode))
+	}
+	if len(w.Rates) > 0 {
+		put("rate", listNode(w.Rates, scalarNode))
+	}
+	if w.LossThresholdPct != 0 {
+		put("loss_threshold", scalarNode(w.LossThresholdPct))
+	}
+	if w.Count != 0 {
+		put("count", scalarNode(w.Count))
+	}
+	if w.Interval != 0 {
+		put("interval", scalarNode(w.Interval.String()))
+	}
+	if w.MSS != 0 {
+		put("mss", scalarNode(w.MSS))
+	}
+	if w.SendBuffer != 0 {
+		put("send_buffer", sizeNode(w.SendBuffer))
+	}
+	if w.ReceiveBuffer != 0 {
+		put("receive_buffer", sizeNode(w.ReceiveBuffer))
+	}
+	if w.CC != "" {
+		put("cc", scalarNode(w.CC))
+	}
+	if w.NoDelay != "" {
+		put("nodelay", scalarNode(w.NoDelay))
+	}
+}
+
+// axisKeys take a list of values on the command line; the other keys of
+// moreKeys take one.
+var axisKeys = []string{"rate", "clients", "servers"}
+
+// applyMoreFlags sets the flags of the parameters beyond flows and sizes
+// (more maps a key such as "rate" to the flag's values) on the workloads
+// that take them, checked as a file's values are. A flag no listed
+// workload takes is an error.
+func applyMoreFlags(errs *errorList, more map[string][]string, workloads []Workload, sizes []int) {
+	used := map[string]bool{}
+	for i := range workloads {
+		w := &workloads[i]
+		if w.Type == "ping" && len(sizes) > 0 {
+			w.MsgSizes = sizes
+		}
+		if lo, hi := sizeBounds(w.Type); len(sizes) > 0 && kindOf(w.Type) != kindPlain {
+			for _, n := range sizes {
+				if n < lo || n > hi {
+					errs.add(&Error{Path: "--msg-size", Msg: w.Type + ": " + sizeRangeMessage(strconv.Itoa(n), lo, hi)})
+				}
+			}
+		}
+		p := &parser{budget: nodeBudget}
+		f := map[string]field{}
+		for _, key := range moreKeys(w.Type) {
+			values, ok := more[key]
+			if !ok {
+				continue
+			}
+			used[key] = true
+			path := "--" + strings.ReplaceAll(key, "_", "-")
+			node := listNode(values, scalarNode)
+			if !slices.Contains(axisKeys, key) {
+				if len(values) != 1 {
+					errs.add(&Error{Path: path, Msg: fmt.Sprintf("expected one value, got %d", len(values))})
+					continue
+				}
+				node = scalarNode(values[0])
+			}
+			f[key] = field{key: scalarNode(key), value: node, path: path}
+		}
+		p.moreParams(f, w)
+		for _, e := range p.errs {
+			errs.add(e)
+		}
+	}
+	for key := range more {
+		if !used[key] {
+			var takers []string
+			for _, typ := range []string{"tcp_stream", "udp_stream", "udp_max_rate", "tcp_rr", "udp_rr", "tcp_crr", "ping"} {
+				if slices.Contains(moreKeys(typ), key) {
+					takers = append(takers, typ)
+				}
+			}
+			errs.add(&Error{Path: "--" + strings.ReplaceAll(key, "_", "-"),
+				Msg: fmt.Sprintf("applies to none of the workloads given (it applies to %s)", strings.Join(takers, ", "))})
+		}
+	}
+}
