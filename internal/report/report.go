@@ -158,6 +158,9 @@ var metricOrder = []string{
 	model.LatencyP50US, model.LatencyP90US, model.LatencyP99US, model.LatencyP999US, model.LatencyMeanUS,
 	model.CPUSenderPct, model.CPUReceiverPct, model.CPUSoftirqPct, model.CPUSPerGB, model.CPUUSPerTx,
 	model.SentBytes, model.ReceivedBytes, model.Retransmits,
+	model.MaxRateBPS, model.ConnectionsPerS, model.ThroughputPerEndpointBPS, model.FairnessJain,
+	model.LossPct, model.JitterUS, model.OutOfOrder, model.SentPackets, model.ReceivedPackets, model.Trials,
+	model.RTTMinUS, model.RTTAvgUS, model.RTTMaxUS, model.RTTMdevUS,
 }
 
 // sortedMetricNames lists the metrics of m in report order.

@@ -143,8 +143,13 @@ func formatPrimary(name string, metrics map[string]stats.Summary) string {
 		return "-"
 	}
 	scale, decimals, unit := 1.0, 0, "tx/s"
-	if name == model.ThroughputBPS {
+	switch {
+	case model.Metrics[name].Unit == "bit/s":
 		scale, decimals, unit = 1e9, 2, "Gbit/s"
+	case name == model.ConnectionsPerS:
+		unit = "conn/s"
+	case model.Metrics[name].Unit == "us":
+		decimals, unit = 1, "µs"
 	}
 	value := strconv.FormatFloat(s.Mean/scale, 'f', decimals, 64)
 	// One sample has no spread to show; "± 0" would claim a precision the
@@ -180,6 +185,18 @@ func compactParams(p model.Params) string {
 	}
 	if p.ResponseSize != 0 {
 		add("resp", compactSize(p.ResponseSize))
+	}
+	if p.Rate != "" {
+		add("offered", p.Rate)
+	}
+	if p.Pattern != "" {
+		add("pattern", p.Pattern)
+	}
+	if p.Clients != 0 {
+		add("clients", strconv.Itoa(p.Clients))
+	}
+	if p.Servers != 0 {
+		add("servers", strconv.Itoa(p.Servers))
 	}
 	if p.NICRate != "" {
 		add("rate", p.NICRate)
