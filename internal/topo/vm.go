@@ -100,7 +100,7 @@ func Accelerator(token netns.Token) (string, string) {
 	if err != nil {
 		return vm.TCG, err.Error()
 	}
-	return vm.Accelerator(bin, ImageDir(token))
+	return vm.Accelerator(token, bin, ImageDir(token))
 }
 
 // buildVM builds a topology with VM hosts. Each emulated host's cable
@@ -219,7 +219,7 @@ func (t *Topology) bootGuests(machines []*Host) error {
 	if err != nil {
 		return fmt.Errorf("find the executable guests run: %w", err)
 	}
-	accel, _ := vm.Accelerator(bin, ImageDir(t.Token))
+	accel, _ := vm.Accelerator(t.Token, bin, ImageDir(t.Token))
 	cfg := vm.Config{Binary: bin, ImageDir: ImageDir(t.Token), Accel: accel}
 	errs := make([]error, len(t.Guests))
 	var wg sync.WaitGroup

@@ -34,13 +34,13 @@ var (
 // emulation) otherwise, with the reason. A present /dev/kvm is not
 // enough: under nested virtualisation, KVM guests may hang, so the only
 // honest test is a boot. The verdict is kept for the process and, keyed
-// by boot, emulator and kernel, in probeCacheFile.
-func Accelerator(binary, imageDir string) (accel, reason string) {
-	accelOnce.Do(func() { accelResult, accelReason = probeAccel(binary, imageDir) })
+// by boot, emulator and kernel, in probeCacheFile. token is the run's.
+func Accelerator(token netns.Token, binary, imageDir string) (accel, reason string) {
+	accelOnce.Do(func() { accelResult, accelReason = probeAccel(token, binary, imageDir) })
 	return accelResult, accelReason
 }
 
-func probeAccel(binary, imageDir string) (string, string) {
+func probeAccel(token netns.Token, binary, imageDir string) (string, string) {
 	if err := kvmOpens(); err != nil {
 		return TCG, err.Error()
 	}
@@ -48,15 +48,15 @@ func probeAccel(binary, imageDir string) (string, string) {
 	if data, err := os.ReadFile(probeCacheFile); err == nil {
 		if k, verdict, ok := strings.Cut(strings.TrimSpace(string(data)), "\t"); ok && k == key {
 			acc, why, _ := strings.Cut(verdict, "\t")
-			return acc, why
+			return acc, firstLine(why)
 		}
 	}
 	acc, why := TCG, ""
 	ctx, cancel := context.WithTimeout(context.Background(), kvmProbeTimeout+5*time.Second)
 	defer cancel()
-	// A guest without a NIC, in cnbench's own namespace: it can reach
-	// nothing.
-	g, err := Boot(ctx, nil, netns.NewToken(), "kvmprobe", nil, "", Config{Binary: binary, ImageDir: imageDir, Accel: KVM, BootTimeout: kvmProbeTimeout})
+	// A guest without a NIC: it can reach nothing, wherever it runs. Its
+	// directory carries the run's token, so a sweep finds it.
+	g, err := Boot(ctx, nil, token, "vmprobe", nil, "", Config{Binary: binary, ImageDir: imageDir, Accel: KVM, BootTimeout: kvmProbeTimeout})
 	if err == nil {
 		acc = KVM
 		why = fmt.Sprintf("a KVM guest answered in %v", g.BootTime.Round(time.Millisecond))
@@ -108,8 +108,17 @@ func probeKey() string {
 	return fmt.Sprintf("%s|%s|%d|%s", strings.TrimSpace(string(boot)), q, st.ModTime().Unix(), k.Version)
 }
 
+// firstLine shortens an error to a reason: its first line, without the
+// guest's console and its terminal control codes.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
+	s, _, _ = strings.Cut(s, "; guest console:")
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
 	if len(s) > 300 {
 		s = s[:300] + "..."
 	}

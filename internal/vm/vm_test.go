@@ -47,7 +47,7 @@ func requireVM(t *testing.T) vm.Config {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	accel, reason := vm.Accelerator(self, dir)
+	accel, reason := vm.Accelerator(netns.NewToken(), self, dir)
 	t.Logf("accelerator %s (%s)", accel, reason)
 	return vm.Config{Binary: self, ImageDir: dir, Accel: accel}
 }
