@@ -128,7 +128,8 @@ func sweepCgroupTrees(tok netns.Token) error {
 // namespaces went with the namespaces.
 func sweepDirs(tok netns.Token) error {
 	var errs []error
-	for _, kind := range []string{"cni-", "dk-"} {
+	// Guests' images (img) and directories (vmN-) go with their run too.
+	for _, kind := range []string{"cni-", "dk-", "img", "vm"} {
 		matches, _ := filepath.Glob(filepath.Join(os.TempDir(), tok.Name(kind)+"*"))
 		for _, dir := range matches {
 			if IsOwnDir(dir) {

@@ -72,6 +72,14 @@ func Sweep() (Removed, error) {
 	for _, tok := range daemonTokens() {
 		consider(tok)
 	}
+	// A guest image outlives nothing else of its run: a run that ended
+	// without removing it has released its token already.
+	for _, kind := range []string{"img", "vm"} {
+		dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), netns.Prefix+"-*-"+kind+"*"))
+		for _, d := range dirs {
+			consider(netns.TokenOf(filepath.Base(d)))
+		}
+	}
 
 	// Processes first: a namespace or cgroup with a process in it lives on.
 	pids := map[int]string{}
