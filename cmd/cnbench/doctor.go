@@ -57,7 +57,14 @@ is unsupported is stored as skipped with the same reason.`,
 				fmt.Fprintf(w, "mode %s\t%s\t%s\n", name, verdict(err), d.Summary)
 			}
 			for _, t := range topo.Kinds {
-				fmt.Fprintf(w, "topology %s\t%s\n", t, verdict(nil))
+				var err error
+				if topo.IsVM(t) {
+					err = topo.VMAvailable()
+				}
+				fmt.Fprintf(w, "topology %s\t%s\n", t, verdict(err))
+			}
+			if root && topo.VMAvailable() == nil {
+				fmt.Fprintf(w, "vm accelerator\t%s\n", vmAccelerator())
 			}
 			if root {
 				if err := w.Flush(); err != nil {
