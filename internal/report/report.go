@@ -60,6 +60,7 @@ func Build(res *model.RunResult) *Report {
 		}
 		rep.Cases = append(rep.Cases, cr)
 	}
+	rep.Warnings = append(rep.Warnings, accelWarnings(res)...)
 	addOverheads(rep.Cases)
 	return rep
 }
