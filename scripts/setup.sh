@@ -5,6 +5,8 @@
 set -euo pipefail
 
 packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium openvswitch-switch)
+# VM hosts: the emulator, the guest kernel and the guest's shell.
+packages+=(qemu-system-x86 linux-image-cloud-amd64 busybox-static)
 
 missing=()
 for p in "${packages[@]}"; do
