@@ -42,8 +42,7 @@ type runFlags struct {
 	workloads        []string
 	flows            []string
 	msgSizes         []string
-	// more holds the flags of the other workload parameters.
-	more workloadParams
+	more             workloadParams // the other workload parameters' flags
 	placements       []string
 	format           string
 	quiet            bool

@@ -273,7 +273,9 @@ workloads:
 			t.Errorf("%s: %.0f tx/s, params %+v", c.Key, v[model.TransactionsPerS], c.Params)
 		}
 	}
-	if !slices.ContainsFunc(cases, func(c model.CaseResult) bool { return c.Params.Pattern == "containers_x_flows" && c.Params.Clients == 16 }) {
+	if !slices.ContainsFunc(cases, func(c model.CaseResult) bool {
+		return c.Params.Pattern == "containers_x_flows" && c.Params.Clients == 16
+	}) {
 		t.Error("no 16x16 case")
 	}
 }
