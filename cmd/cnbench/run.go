@@ -26,7 +26,7 @@ const defaultDB = "cnbench.db"
 // vocabulary is what scenarios may name: what this build can run.
 func vocabulary() scenario.Vocabulary {
 	return scenario.Vocabulary{
-		Modes:      mode.Names(),
+		Modes:      append(mode.Names(), mode.Patterns()...),
 		Topologies: topo.Kinds,
 		Workloads:  runner.Workloads,
 		Engines:    runner.Engines,

@@ -89,6 +89,17 @@ func (c *Config) PortMappings() bool {
 	return false
 }
 
+// OnWire reports whether the list puts endpoints straight on the host's
+// NIC (macvlan, ipvlan), on the wire's segment.
+func (c *Config) OnWire() bool {
+	for _, p := range c.plugins() {
+		if t := p["type"]; t == "macvlan" || t == "ipvlan" {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Config) plugins() []map[string]any {
 	list, _ := c.doc["plugins"].([]any)
 	var out []map[string]any

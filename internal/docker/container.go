@@ -50,9 +50,9 @@ type Container struct {
 
 // Run creates and starts a container of cnbench's image.
 //
-// Equivalent to: docker run -d -i --name NAME --network NET [--ip IP]
+// Equivalent to: docker run -d --name NAME --network NET [--ip IP]
 // [-p HOSTIP:P:P/tcp -p HOSTIP:P:P/udp] [--expose P] [--link L]
-// --label cnbench.token=TOKEN cnbench:VERSION /cnbench engine
+// --label cnbench.token=TOKEN cnbench:VERSION sleep infinity
 func (d *Daemon) Run(ctx context.Context, s ContainerSpec) (*Container, error) {
 	img, err := d.EnsureImage(ctx)
 	if err != nil {
@@ -78,7 +78,6 @@ func (d *Daemon) Run(ctx context.Context, s ContainerSpec) (*Container, error) {
 		Image:        img,
 		Cmd:          Engine.command(),
 		Env:          Engine.Env,
-		OpenStdin:    true,
 		Hostname:     s.Name,
 		ExposedPorts: ports,
 		Labels:       map[string]string{TokenLabel: s.Token},

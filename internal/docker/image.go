@@ -26,8 +26,9 @@ type ImageSpec struct {
 	// Binary is copied to /cnbench and started as the container's main
 	// process; default: this executable.
 	Binary string
-	// Cmd is the container's command; default: /cnbench engine, which
-	// idles on its open stdin and holds the container's namespaces.
+	// Cmd is the container's command; default: sleep infinity. The main
+	// process only holds the container's namespaces, as Kubernetes' pause
+	// container does; the engines are started in its network namespace.
 	Cmd []string
 	// Env is the container's environment.
 	Env []string
@@ -52,11 +53,12 @@ func (s ImageSpec) command() []string {
 	if len(s.Cmd) > 0 {
 		return s.Cmd
 	}
-	return []string{"/cnbench", "engine"}
+	return []string{"/bin/sleep", "infinity"}
 }
 
-// rootfs packs the image's root file system as a tar archive: the binary,
-// the tools, and the shared libraries and loader they link against.
+// rootfs packs the image's root file system as a tar archive: cnbench's
+// binary (for docker exec), sleep as the main process, the tools, and the
+// shared libraries and loader they link against.
 func (s ImageSpec) rootfs() ([]byte, error) {
 	bin := s.Binary
 	if bin == "" {
@@ -66,8 +68,15 @@ func (s ImageSpec) rootfs() ([]byte, error) {
 		}
 		bin = self
 	}
-	files := map[string]string{"/cnbench": bin} // path in image -> path here
-	deps := []string{bin}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return nil, fmt.Errorf("the image's main process: %w", err)
+	}
+	if sleep, err = filepath.EvalSymlinks(sleep); err != nil {
+		return nil, fmt.Errorf("the image's main process: %w", err)
+	}
+	files := map[string]string{"/cnbench": bin, "/bin/sleep": sleep} // path in image -> path here
+	deps := []string{bin, sleep}
 	for _, tool := range s.Tools {
 		if p, err := exec.LookPath(tool); err == nil {
 			real, err := filepath.EvalSymlinks(p)
@@ -169,7 +178,7 @@ var (
 // EnsureImage imports cnbench's image into the daemon unless it has it.
 // The archive is packed once per process and reused for every daemon.
 //
-// Equivalent to: tar -C ROOTFS -c . | docker import --change 'CMD [...]' - cnbench:VERSION
+// Equivalent to: tar -C ROOTFS -c . | docker import - cnbench:VERSION
 func (d *Daemon) EnsureImage(ctx context.Context) (string, error) {
 	tag := ImageTag()
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {

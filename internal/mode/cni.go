@@ -9,9 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"cnbench/configs"
 	"cnbench/internal/cni"
 	"cnbench/internal/model"
+	"cnbench/internal/netns"
 	"cnbench/internal/topo"
 )
 
@@ -21,19 +24,21 @@ import (
 // host's namespace as their own and the endpoint's as the container's.
 const CNIPrefix = "cni:"
 
-// CNIPattern is the entry that stands for every cni: mode in Names, and
-// that scenario validation accepts by prefix.
+// CNIPattern stands for every cni: mode in a scenario vocabulary.
 const CNIPattern = CNIPrefix + "*"
 
+// Patterns are the mode names scenarios may use beyond Names: an entry
+// ending in "*" admits every name with its prefix.
+func Patterns() []string { return []string{CNIPattern} }
+
+// The shipped configurations are registered modes of their own, so that
+// doctor and the tests know them.
 func init() {
-	register(Descriptor{
-		Name:      CNIPattern,
-		Summary:   "any CNI config or conflist, run through libcni and the plugins in " + strings.Join(cni.PluginDirs, " or ") + "; shipped: " + strings.Join(configs.CNINames(), ", "),
-		Available: cniPluginsAvailable,
-		New: func(*topo.Topology) Mode {
-			return failingMode{fmt.Errorf("mode %s: name a configuration, such as cni:bridge or cni:./my.conflist", CNIPattern)}
-		},
-	})
+	for _, name := range configs.CNINames() {
+		d, _ := lookupCNI(CNIPrefix + name)
+		d.Summary = "CNI: the shipped configs/cni/" + name + ".conflist (" + d.Summary + ")"
+		register(d)
+	}
 }
 
 // lookupCNI makes the descriptor of a cni: mode.
@@ -43,17 +48,22 @@ func lookupCNI(name string) (Descriptor, bool) {
 		return Descriptor{}, false
 	}
 	conf, loadErr := loadCNI(arg)
+	summary := "the CNI configuration " + arg
+	if loadErr == nil {
+		summary = strings.Join(conf.Plugins(), " + ")
+	}
 	return Descriptor{
 		Name:    name,
-		Summary: "the CNI configuration " + arg,
+		Summary: summary,
 		Available: func() error {
 			if loadErr != nil {
 				return loadErr
 			}
-			for _, typ := range conf.Plugins() {
-				if _, err := cni.PluginPath(typ); err != nil {
-					return unsupported("%v", err)
-				}
+			return cniAvailable(conf)
+		},
+		Supports: func(topology string) error {
+			if loadErr == nil && topology == topo.Routed && conf.OnWire() {
+				return notApplicable("%s puts endpoints on one flat segment with %s, and %s splits the wire into routed segments", name, strings.Join(conf.Plugins(), " + "), topology)
 			}
 			return nil
 		},
@@ -87,13 +97,38 @@ func loadCNI(arg string) (*cni.Config, error) {
 	return cni.Parse(source, data)
 }
 
-func cniPluginsAvailable() error {
-	for _, typ := range []string{"bridge", "host-local"} {
+// cniAvailable checks that the plugins are installed and that the kernel
+// has what they create.
+func cniAvailable(conf *cni.Config) error {
+	for _, typ := range conf.Plugins() {
 		if _, err := cni.PluginPath(typ); err != nil {
 			return unsupported("%v", err)
 		}
+		var err error
+		switch typ {
+		case "macvlan":
+			err = linkKindAvailable(Macvlan)
+		case "ipvlan":
+			err = linkKindAvailable(IPVlan)
+		case "bandwidth":
+			err = ifbAvailable()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// ifbAvailable probes for the ifb devices the bandwidth plugin shapes
+// ingress with.
+func ifbAvailable() error {
+	return probe("link:ifb", func(_ *netns.NS, h *netlink.Handle, _ netlink.Link) error {
+		if err := h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "ifb-probe"}}); err != nil {
+			return kernelLacks("ifb links, which the bandwidth plugin needs", err)
+		}
+		return nil
+	})
 }
 
 // cniPlan adapts a configuration to host i.

@@ -82,14 +82,31 @@ func buildForTest(t *testing.T, d Descriptor, kind string, opts topo.Options) (*
 			t.Errorf("daemon records left after Close: %v", still)
 		}
 	})
-	return tp, d.New(tp)
+	m := d.New(tp)
+	if p, ok := m.(Publisher); ok {
+		p.Publish(testPublishedPort)
+	}
+	return tp, m
+}
+
+// testPublishedPort is where servers listen in modes that publish their
+// port when the server's endpoint is created.
+const testPublishedPort = 5301
+
+// listenPort is the port a test server listens on in mode m: the published
+// one for a Publisher, any otherwise.
+func listenPort(m Mode) int {
+	if _, ok := m.(Publisher); ok {
+		return testPublishedPort
+	}
+	return 0
 }
 
 func transfer(t *testing.T, m Mode, server, client *topo.Endpoint) {
 	t.Helper()
 	var ln net.Listener
 	if err := server.NS.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, 0).String())
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, uint16(listenPort(m))).String())
 		return err
 	}); err != nil {
 		t.Fatal(err)

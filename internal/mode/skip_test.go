@@ -64,7 +64,7 @@ func TestSkipsAreTrue(t *testing.T) {
 func dial(server, client *topo.Endpoint, m Mode) error {
 	var ln net.Listener
 	if err := server.NS.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, 0).String())
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, uint16(listenPort(m))).String())
 		return err
 	}); err != nil {
 		return err
