@@ -11,15 +11,19 @@ import (
 // says whether the TCP-only ones apply. They must be set before connect
 // or listen: the MSS and the window scale are fixed by the handshake.
 //
+// The buffer sizes are set with SO_SNDBUFFORCE and SO_RCVBUFFORCE where
+// the engine may (CAP_NET_ADMIN), so that a size asked for is the size
+// used, not silently cut to net.core.wmem_max or rmem_max.
+//
 // Equivalent to: setsockopt(SO_SNDBUF, SO_RCVBUF, TCP_MAXSEG, TCP_CONGESTION)
 func applyOptions(fd int, o SocketOptions, tcp bool) error {
 	if o.SendBuffer > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SendBuffer); err != nil {
+		if err := setBuffer(fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, o.SendBuffer); err != nil {
 			return fmt.Errorf("set send buffer %d: %w", o.SendBuffer, err)
 		}
 	}
 	if o.ReceiveBuffer > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.ReceiveBuffer); err != nil {
+		if err := setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, o.ReceiveBuffer); err != nil {
 			return fmt.Errorf("set receive buffer %d: %w", o.ReceiveBuffer, err)
 		}
 	}
@@ -37,6 +41,13 @@ func applyOptions(fd int, o SocketOptions, tcp bool) error {
 		}
 	}
 	return nil
+}
+
+func setBuffer(fd, force, plain, size int) error {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, size); err == nil {
+		return nil
+	}
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, plain, size)
 }
 
 // controlOptions adapts applyOptions to the Control hook of net.Dialer

