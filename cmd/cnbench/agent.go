@@ -41,8 +41,8 @@ Needs root.`,
 			if cfg.Creds.CA == "" || cfg.Creds.Cert == "" || cfg.Creds.Key == "" {
 				return usageError(errors.New("agent: give --dir and --name, or --ca, --cert and --key"))
 			}
-			if cfg.Listen == "" || cfg.Parent == "" {
-				return usageError(errors.New("agent: give --listen and --parent"))
+			if cfg.Listen == "" || (cfg.Parent == "" && !cfg.Container) {
+				return usageError(errors.New("agent: give --listen and --parent (or --container)"))
 			}
 			if os.Geteuid() != 0 {
 				return errors.New("agent needs root: it creates network namespaces, links and cgroups")
@@ -68,6 +68,7 @@ Needs root.`,
 	fl.StringVar(&cfg.Creds.Key, "key", "", "this agent's private key")
 	fl.DurationVar(&cfg.Timeout, "timeout", agent.DefaultTimeout, "remove a session whose controller is silent this long")
 	fl.BoolVarP(&verbose, "verbose", "v", true, "log sessions and refused connections on stderr")
+	fl.BoolVar(&cfg.Container, "container", false, "run inside a container that is itself the one endpoint (as cluster modes deploy it)")
 	cmd.AddCommand(newAgentInitCommand())
 	return cmd
 }

@@ -83,11 +83,20 @@ type HostResponse struct {
 }
 
 // EndpointRequest places an endpoint of a mode on the session's host.
+// An agent inside a container has one endpoint, the container itself, of
+// mode ContainerMode: Addr names which of its addresses the engine uses,
+// and Peers the addresses beyond cnbench's range its engine may send to
+// (the other endpoints of the case, on a cluster's own network).
 type EndpointRequest struct {
-	Session string `json:"session"`
-	Mode    string `json:"mode"`
-	Name    string `json:"name"`
+	Session string   `json:"session"`
+	Mode    string   `json:"mode"`
+	Name    string   `json:"name"`
+	Addr    string   `json:"addr,omitempty"`
+	Peers   []string `json:"peers,omitempty"`
 }
+
+// ContainerMode is the one mode of an agent that runs inside a container.
+const ContainerMode = "container"
 
 // EndpointResponse is the placed endpoint.
 type EndpointResponse struct {

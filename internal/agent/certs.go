@@ -166,14 +166,97 @@ func issue(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey, certPath, keyPat
 // writePair writes a certificate (readable by all) and its key (by the
 // owner only).
 func writePair(der []byte, key *ecdsa.PrivateKey, certPath, keyPath string) error {
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	certPEM, keyPEM, err := pemPair(der, key)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return os.WriteFile(certPath, certPEM, 0o644)
+}
+
+func pemPair(der []byte, key *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// Ephemeral is a certificate authority made for one case and forgotten
+// after it, for agents that a controller deploys itself, such as inside a
+// cluster's containers: nothing but that case's agents and controller
+// ever trusts it.
+type Ephemeral struct {
+	// CA, Cert and Key are PEM files for the agents: the CA, and a
+	// server certificate for the hosts Ephemeral was made for.
+	CA, Cert, Key []byte
+	// Client is the controller's side.
+	Client tls.Certificate
+	pool   *x509.CertPool
+}
+
+// NewEphemeral makes a CA, a server certificate valid for hosts and a
+// client certificate, all in memory, valid for a day.
+func NewEphemeral(hosts []string) (*Ephemeral, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "cnbench case CA", Organization: []string{"cnbench"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	leaf := func(cn string, usage x509.ExtKeyUsage, hosts []string) ([]byte, []byte, error) {
+		tmpl := leafTemplate(cn, usage)
+		tmpl.NotAfter = ca.NotAfter
+		for _, h := range hosts {
+			if ip := net.ParseIP(h); ip != nil {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			} else {
+				tmpl.DNSNames = append(tmpl.DNSNames, h)
+			}
+		}
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pemPair(der, key)
+	}
+	e := &Ephemeral{pool: x509.NewCertPool()}
+	e.pool.AddCert(ca)
+	e.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if e.Cert, e.Key, err = leaf("cnbench case agent", x509.ExtKeyUsageServerAuth, hosts); err != nil {
+		return nil, err
+	}
+	clientCert, clientKey, err := leaf("cnbench case controller", x509.ExtKeyUsageClientAuth, nil)
+	if err != nil {
+		return nil, err
+	}
+	if e.Client, err = tls.X509KeyPair(clientCert, clientKey); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// ClientTLS is the controller's side for an agent at serverName.
+func (e *Ephemeral) ClientTLS(serverName string) *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{e.Client}, RootCAs: e.pool, ServerName: serverName,
+		MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}}
 }
 
 func serial() *big.Int {

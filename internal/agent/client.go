@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,12 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", addr, err)
 	}
+	return NewClientTLS(addr, tlsCfg), nil
+}
+
+// NewClientTLS prepares calls to the agent at addr with a ready TLS
+// configuration, such as an Ephemeral one's.
+func NewClientTLS(addr string, tlsCfg *tls.Config) *Client {
 	protocols := new(http.Protocols)
 	protocols.SetHTTP2(true)
 	tr := &http.Transport{
@@ -46,7 +53,7 @@ func NewClient(addr string, creds Credentials) (*Client, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 5 * time.Second}).DialContext,
 	}
-	return &Client{addr: addr, base: "https://" + addr, http: &http.Client{Transport: tr}, tr: tr}, nil
+	return &Client{addr: addr, base: "https://" + addr, http: &http.Client{Transport: tr}, tr: tr}
 }
 
 // UseDialer makes the client's connections with dial, such as one that
@@ -191,10 +198,12 @@ func (s *Session) Host(ctx context.Context, req HostRequest) (HostResponse, erro
 	return resp, s.c.do(ctx, PathHost, req, &resp)
 }
 
-// Endpoint places an endpoint of mode called name on the session's host.
-func (s *Session) Endpoint(ctx context.Context, modeName, name string) (EndpointResponse, error) {
+// Endpoint places an endpoint of mode called name on the session's host;
+// an agent in a container takes the address it uses and its peers'.
+func (s *Session) Endpoint(ctx context.Context, modeName, name, addr string, peers ...string) (EndpointResponse, error) {
 	var resp EndpointResponse
-	return resp, s.c.do(ctx, PathEP, EndpointRequest{Session: s.Info.Session, Mode: modeName, Name: name}, &resp)
+	req := EndpointRequest{Session: s.Info.Session, Mode: modeName, Name: name, Addr: addr, Peers: peers}
+	return resp, s.c.do(ctx, PathEP, req, &resp)
 }
 
 // Expose publishes port of endpoint and returns what clients dial.

@@ -35,18 +35,13 @@ func TestMain(m *testing.M) {
 		if os.Geteuid() != 0 {
 			return m.Run()
 		}
-		dir, err := os.MkdirTemp("", "cnbench-agent-test-")
+		path, done, err := testutil.BuildCnbench()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
+			fmt.Fprintf(os.Stderr, "the agent tests run cnbench as processes: %v\n", err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		binary = filepath.Join(dir, "cnbench")
-		out, err := exec.Command("go", "build", "-o", binary, "cnbench/cmd/cnbench").CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "build cnbench for the agent tests: %v\n%s", err, out)
-			return 1
-		}
+		defer done()
+		binary = path
 		return m.Run()
 	}()
 	os.Exit(code)

@@ -44,17 +44,21 @@ type Config struct {
 	EngineCommand []string
 	// Log receives one line per session event; nil for none.
 	Log io.Writer
+	// Container runs the agent inside a container that is itself the one
+	// endpoint: it builds no hosts and needs no parent NIC.
+	Container bool
 }
 
 // Server is a running agent.
 type Server struct {
-	parent  string
-	timeout time.Duration
-	engine  []string
-	hier    cpu.Hierarchy
-	log     *log.Logger
-	http    *http.Server
-	ln      net.Listener
+	parent    string
+	container bool
+	timeout   time.Duration
+	engine    []string
+	hier      cpu.Hierarchy
+	log       *log.Logger
+	http      *http.Server
+	ln        net.Listener
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -63,10 +67,11 @@ type Server struct {
 // Listen checks the configuration and starts listening; Serve then
 // answers requests.
 func Listen(cfg Config) (*Server, error) {
-	if cfg.Parent == "" {
+	if cfg.Container {
+		cfg.Parent = ""
+	} else if cfg.Parent == "" {
 		return nil, errors.New("agent: name the machine's NIC the hosts sit on (--parent)")
-	}
-	if _, err := netlink.LinkByName(cfg.Parent); err != nil {
+	} else if _, err := netlink.LinkByName(cfg.Parent); err != nil {
 		return nil, fmt.Errorf("agent: parent NIC %s: %w", cfg.Parent, err)
 	}
 	if cfg.Timeout == 0 {
@@ -86,14 +91,18 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	hier, err := cpu.FindHierarchy()
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+	// Inside a container the cgroup file system is read-only: the engines'
+	// CPU time is read from their processes instead.
+	var hier cpu.Hierarchy
+	if !cfg.Container {
+		if hier, err = cpu.FindHierarchy(); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	s := &Server{parent: cfg.Parent, timeout: cfg.Timeout, engine: cfg.EngineCommand, hier: hier,
+	s := &Server{parent: cfg.Parent, container: cfg.Container, timeout: cfg.Timeout, engine: cfg.EngineCommand, hier: hier,
 		log: log.New(cfg.Log, "agent: ", log.LstdFlags), sessions: map[string]*session{}}
 	mux := http.NewServeMux()
 	for path, h := range map[string]http.HandlerFunc{
@@ -290,7 +299,9 @@ func (s *Server) openSession(_ context.Context, req SessionRequest) (SessionResp
 	_, _ = rand.Read(b[:])
 	ss := &session{id: hex.EncodeToString(b[:]), timeout: timeout,
 		endpoints: map[string]*endpoint{}, engines: map[string]*engineProc{}}
-	for {
+	// A container's agent makes nothing that carries a name: the
+	// container goes, and its namespace with it, when its service does.
+	for !s.container {
 		ss.token = netns.NewToken()
 		if err := cleanup.Claim(ss.token); err == nil {
 			break
@@ -505,7 +516,7 @@ func vetEngineLine(line []byte, ep *endpoint) []byte {
 		case engine.OpRun:
 			el.target, _ = netip.ParseAddrPort(req.Target)
 		}
-		err = checkEngineLine(el, ep.ep)
+		err = checkEngineLine(el, ep.ep, ep.peers)
 	}
 	if err == nil {
 		return nil

@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -46,7 +49,13 @@ type session struct {
 type endpoint struct {
 	ep     *topo.Endpoint
 	cgName string
-	cgroup *cpu.Cgroup
+	cgroup *cpu.Cgroup // nil inside a container
+	// self marks the container the agent runs in: its namespace is the
+	// agent's own, which the agent may not leave or re-enter (setns needs
+	// privileges a container lacks), and ep.NS is nil.
+	self bool
+	// peers are addresses outside cnbench's range the engine may send to.
+	peers []netip.Addr
 }
 
 type engineProc struct {
@@ -112,6 +121,12 @@ func (s *session) placeEndpoint(a *Server, req EndpointRequest) (EndpointRespons
 	if !endpointName.MatchString(req.Name) {
 		return EndpointResponse{}, refused("endpoint name %q: expected a lower-case letter then up to 5 letters or digits", req.Name)
 	}
+	if a.container || req.Mode == ContainerMode {
+		return s.placeSelf(a, req)
+	}
+	if req.Addr != "" || len(req.Peers) > 0 {
+		return EndpointResponse{}, refused("addr and peers apply only to an agent inside a container")
+	}
 	d, ok := mode.Lookup(req.Mode)
 	if !ok {
 		return EndpointResponse{}, refused("unknown mode %q", req.Mode)
@@ -152,6 +167,66 @@ func (s *session) placeEndpoint(a *Server, req EndpointRequest) (EndpointRespons
 	}
 	s.endpoints[req.Name] = &endpoint{ep: ep, cgName: cgName, cgroup: cg}
 	return EndpointResponse{Addr: ep.Addr.String(), NS: ep.NS.Name}, nil
+}
+
+// placeSelf makes the container the agent runs in the session's one
+// endpoint, at one of its own addresses.
+func (s *session) placeSelf(a *Server, req EndpointRequest) (EndpointResponse, error) {
+	if !a.container || req.Mode != ContainerMode {
+		return EndpointResponse{}, refused("mode %q: an agent inside a container offers only %q, one on a machine never", req.Mode, ContainerMode)
+	}
+	addr, err := netip.ParseAddr(req.Addr)
+	if err != nil {
+		return EndpointResponse{}, refused("addr %q is not an IP address", req.Addr)
+	}
+	if !ownAddr(addr) {
+		return EndpointResponse{}, refused("addr %s is not an address of this container", addr)
+	}
+	var peers []netip.Addr
+	for _, p := range req.Peers {
+		pa, err := netip.ParseAddr(p)
+		if err != nil || pa.IsUnspecified() || pa.IsMulticast() {
+			return EndpointResponse{}, refused("peer %q is not a unicast IP address", p)
+		}
+		peers = append(peers, pa)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return EndpointResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+	}
+	if len(s.endpoints) > 0 {
+		return EndpointResponse{}, refused("a container is one endpoint, and session %s has it", s.id)
+	}
+	s.mode = selfMode{}
+	s.endpoints[req.Name] = &endpoint{ep: &topo.Endpoint{Name: req.Name, Addr: addr}, peers: peers, self: true}
+	return EndpointResponse{Addr: addr.String(), NS: "container"}, nil
+}
+
+// ownAddr reports whether addr sits on an interface of this namespace.
+func ownAddr(addr netip.Addr) bool {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if got, ok := netip.AddrFromSlice(a.IP); ok && got.Unmap() == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// selfMode exposes a container's ports as they are: a cluster's network
+// gives every task an address its peers reach directly.
+type selfMode struct{}
+
+func (selfMode) Endpoint(*topo.Host, string) (*topo.Endpoint, error) {
+	return nil, refused("a container holds one endpoint")
+}
+
+func (selfMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+	return netip.AddrPortFrom(ep.Addr, uint16(port)), nil
 }
 
 func (s *session) expose(req ExposeRequest) (ExposeResponse, error) {
@@ -201,14 +276,18 @@ func (s *session) startEngine(a *Server, req EngineRequest) (EngineResponse, err
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.NS.Name, err)
+		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.NS.Name, err)
+		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
 	}
-	if err := ep.ep.NS.Do(cmd.Start); err != nil {
-		return EngineResponse{}, fmt.Errorf("start the engine in %s: %w", ep.ep.NS.Name, err)
+	start := cmd.Start
+	if !ep.self {
+		start = func() error { return ep.ep.NS.Do(cmd.Start) }
+	}
+	if err := start(); err != nil {
+		return EngineResponse{}, fmt.Errorf("start the engine in %s: %w", ep.ep.Name, err)
 	}
 	s.nextID++
 	e := &engineProc{id: fmt.Sprintf("e%d", s.nextID), ep: ep, cmd: cmd, stdin: stdin,
@@ -217,9 +296,11 @@ func (s *session) startEngine(a *Server, req EngineRequest) (EngineResponse, err
 		_ = cmd.Wait()
 		close(e.waited)
 	}()
-	if err := ep.cgroup.Add(cmd.Process.Pid); err != nil {
-		e.kill()
-		return EngineResponse{}, err
+	if ep.cgroup != nil {
+		if err := ep.cgroup.Add(cmd.Process.Pid); err != nil {
+			e.kill()
+			return EngineResponse{}, err
+		}
 	}
 	s.engines[e.id] = e
 	return EngineResponse{Engine: e.id, PID: cmd.Process.Pid}, nil
@@ -279,7 +360,7 @@ func (s *session) usage(req UsageRequest) (UsageResponse, error) {
 	if err != nil {
 		return UsageResponse{}, err
 	}
-	u, err := ep.cgroup.Usage()
+	u, err := s.cpuUsage(ep)
 	if err != nil {
 		return UsageResponse{}, err
 	}
@@ -287,14 +368,19 @@ func (s *session) usage(req UsageRequest) (UsageResponse, error) {
 	if err != nil {
 		return UsageResponse{}, err
 	}
-	h, err := netlink.NewHandleAt(ep.ep.NS.Handle())
+	var h *netlink.Handle
+	if ep.self {
+		h, err = netlink.NewHandle()
+	} else {
+		h, err = netlink.NewHandleAt(ep.ep.NS.Handle())
+	}
 	if err != nil {
-		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.NS.Name, err)
+		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.Name, err)
 	}
 	defer h.Close()
 	links, err := h.LinkList()
 	if err != nil {
-		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.NS.Name, err)
+		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.Name, err)
 	}
 	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: soft.Nanoseconds()}
 	for _, l := range links {
@@ -326,12 +412,16 @@ func (s *session) close(a *Server) error {
 		e.stopWithin(200 * time.Millisecond)
 	}
 	for _, ep := range endpoints {
-		errs = append(errs, a.hier.Remove(ep.cgName))
+		if ep.cgName != "" {
+			errs = append(errs, a.hier.Remove(ep.cgName))
+		}
 	}
 	if t != nil {
 		errs = append(errs, t.Close())
 	}
-	errs = append(errs, cleanup.Release(s.token))
+	if s.token != "" {
+		errs = append(errs, cleanup.Release(s.token))
+	}
 	return errors.Join(errs...)
 }
 
@@ -339,18 +429,67 @@ func (s *session) close(a *Server) error {
 // reach the engine: only listens on the endpoint's own address and runs
 // against cnbench's benchmark range, so an engine on this machine never
 // sends a byte outside cnbench's namespaces.
-func checkEngineLine(req engineLine, ep *topo.Endpoint) error {
+func checkEngineLine(req engineLine, ep *topo.Endpoint, peers []netip.Addr) error {
 	switch {
 	case req.listenAddr.IsValid():
 		if req.listenAddr != ep.Addr && !req.listenAddr.IsUnspecified() {
 			return refused("listen on %s: the endpoint's address is %s", req.listenAddr, ep.Addr)
 		}
 	case req.target.IsValid():
-		if !topo.Pool.Contains(req.target.Addr()) {
-			return refused("run against %s: targets must be in cnbench's range %s", req.target, topo.Pool)
+		if !topo.Pool.Contains(req.target.Addr()) && !slices.Contains(peers, req.target.Addr()) {
+			return refused("run against %s: targets must be in cnbench's range %s or the case's endpoints", req.target, topo.Pool)
 		}
 	}
 	return nil
+}
+
+// cpuUsage is the endpoint's CPU time: its cgroup's on a machine; inside a
+// container, where cgroups are read-only, the sum over the session's
+// engines there, each the one process of its own.
+func (s *session) cpuUsage(ep *endpoint) (cpu.Usage, error) {
+	if ep.cgroup != nil {
+		return ep.cgroup.Usage()
+	}
+	s.mu.Lock()
+	var pids []int
+	for _, e := range s.engines {
+		if e.ep == ep {
+			pids = append(pids, e.cmd.Process.Pid)
+		}
+	}
+	s.mu.Unlock()
+	var total cpu.Usage
+	for _, pid := range pids {
+		u, err := processCPU(pid)
+		if err != nil {
+			return cpu.Usage{}, err
+		}
+		total.User += u.User
+		total.System += u.System
+	}
+	return total, nil
+}
+
+// processCPU reads a process's user and system time, all its threads
+// included, from fields 14 and 15 of /proc/PID/stat.
+func processCPU(pid int) (cpu.Usage, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return cpu.Usage{}, fmt.Errorf("read CPU time of engine %d: %w", pid, err)
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 13 {
+		return cpu.Usage{}, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return cpu.Usage{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	// Clock ticks are 1/100 s wherever Linux exports them.
+	return cpu.Usage{User: time.Duration(utime) * 10 * time.Millisecond, System: time.Duration(stime) * 10 * time.Millisecond}, nil
 }
 
 // engineLine is what checkEngineLine needs of a control request.

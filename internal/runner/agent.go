@@ -94,11 +94,8 @@ func (r *Runner) placeOnAgents(ctx context.Context, c *model.Case, _ mode.Descri
 	if c.Topology != topo.CHHC {
 		return placed{}, fmt.Errorf("%w: %s across agents: only %s spans machines (routed needs a router machine)", mode.ErrUnsupported, c.Topology, topo.CHHC)
 	}
-	if c.Engine != "native" {
-		return placed{}, fmt.Errorf("%w: %s through agents: agents run only cnbench's own engine", errEngineCannot, c.Engine)
-	}
-	if c.Params.Placement != "" && c.Params.Placement != placement.None {
-		return placed{}, fmt.Errorf("%w: placement %s through agents: CPUs are the agents' machines', not this one's", mode.ErrUnsupported, c.Params.Placement)
+	if err := remoteCase(c, "agents"); err != nil {
+		return placed{}, err
 	}
 	var sessions []*agent.Session
 	defer func() {
@@ -125,25 +122,53 @@ func (r *Runner) placeOnAgents(ctx context.Context, c *model.Case, _ mode.Descri
 		if _, err := s.Host(ctx, req); err != nil {
 			return placed{}, err
 		}
-		ep, err := s.Endpoint(ctx, c.Mode, role)
+		sl, err := agentEndpoint(ctx, s, agent.EndpointRequest{Mode: c.Mode, Name: role})
 		if err != nil {
 			return placed{}, err
 		}
-		addr, err := netip.ParseAddr(ep.Addr)
-		if err != nil {
-			return placed{}, fmt.Errorf("agent %s: endpoint address %q: %w", client.Addr(), ep.Addr, err)
-		}
-		slots = append(slots, &slot{ep: &topo.Endpoint{Name: role, Addr: addr}, agent: &agentSlot{sess: s, name: role}})
+		slots = append(slots, sl)
 	}
+	return r.remotePlaced(ctx, c, slots, sessions[0].Info.Hostname, sessions[1].Info.Hostname,
+		func() error { return errors.Join(sessions[0].Close(), sessions[1].Close()) })
+}
+
+// remoteCase refuses what cannot run on endpoints of other machines.
+func remoteCase(c *model.Case, where string) error {
+	if c.Engine != "native" {
+		return fmt.Errorf("%w: %s through %s: they run only cnbench's own engine", errEngineCannot, c.Engine, where)
+	}
+	if c.Params.Placement != "" && c.Params.Placement != placement.None {
+		return fmt.Errorf("%w: placement %s through %s: CPUs are their machines', not this one's", mode.ErrUnsupported, c.Params.Placement, where)
+	}
+	return nil
+}
+
+// agentEndpoint places an endpoint through an open session and makes it
+// a slot.
+func agentEndpoint(ctx context.Context, s *agent.Session, req agent.EndpointRequest) (*slot, error) {
+	ep, err := s.Endpoint(ctx, req.Mode, req.Name, req.Addr, req.Peers...)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := netip.ParseAddr(ep.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %s: address %q: %w", req.Name, ep.Addr, err)
+	}
+	return &slot{ep: &topo.Endpoint{Name: req.Name, Addr: addr}, agent: &agentSlot{sess: s, name: req.Name}}, nil
+}
+
+// remotePlaced records where the server and client ran and makes the
+// placement of slots[0] (server) and slots[1] (client).
+func (r *Runner) remotePlaced(ctx context.Context, c *model.Case, slots []*slot, serverNode, clientNode string, closeAll func() error) (placed, error) {
 	server, client := slots[0], slots[1]
-	c.Params.ServerNode, c.Params.ClientNode = sessions[0].Info.Hostname, sessions[1].Info.Hostname
+	c.Params.ServerNode, c.Params.ClientNode = serverNode, clientNode
 	if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
 		return placed{}, &storeError{err}
 	}
 	return placed{
 		server: server, client: client,
 		expose: func(port int) (netip.AddrPort, error) { return server.agent.sess.Expose(ctx, server.agent.name, port) },
-		close:  func() error { return errors.Join(sessions[0].Close(), sessions[1].Close()) },
+		close:  closeAll,
 	}, nil
 }
 
