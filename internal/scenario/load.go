@@ -94,7 +94,7 @@ func yamlError(file string, err error) *Error {
 }
 
 var (
-	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts"}
+	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts", "swarm"}
 	topologyKeys = []string{"name", "nic_rate", "mtu", "gro", "gso", "tso", "tx_checksum"}
 )
 
@@ -205,6 +205,9 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 	}
 	if fd, ok := f["hosts"]; ok && !isNull(fd.value) {
 		s.Hosts = p.hosts(fd)
+	}
+	if fd, ok := f["swarm"]; ok && !isNull(fd.value) {
+		s.Swarm = p.swarm(fd)
 	}
 	if fd, ok := f["placement"]; ok && !isNull(fd.value) {
 		s.Placements = p.placements(fd)

@@ -29,6 +29,8 @@ type Spec struct {
 	// Hosts maps hosts to agents on real machines; empty means every
 	// host is emulated on this machine.
 	Hosts []Host
+	// Swarm is where the swarm:* modes deploy; nil without one.
+	Swarm *Swarm
 
 	// File is the path the spec was read from; empty for specs built from
 	// flags.

@@ -75,6 +75,9 @@ func (s *Spec) YAML() ([]byte, error) {
 	if len(s.Hosts) > 0 {
 		put(doc, "hosts", hostsNode(s.Hosts))
 	}
+	if s.Swarm != nil {
+		put(doc, "swarm", swarmNode(s.Swarm))
+	}
 
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
