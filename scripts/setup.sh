@@ -4,7 +4,7 @@
 # itself with, and the Go modules. Idempotent: installs only what is missing.
 set -euo pipefail
 
-packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium openvswitch-switch)
+packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium openvswitch-switch docker.io containernetworking-plugins)
 # VM hosts: the emulator, the guest kernel and the guest's shell.
 packages+=(qemu-system-x86 linux-image-cloud-amd64 busybox-static)
 
@@ -16,6 +16,14 @@ if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
+	# cnbench runs private dockerds of its own and needs only Docker's
+	# programs; keep the package from starting the machine's own daemon
+	# (and its docker0 and firewall rules) while it installs.
+	if [[ " ${missing[*]} " == *" docker.io "* && ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod +x /usr/sbin/policy-rc.d
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 

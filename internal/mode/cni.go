@@ -207,3 +207,14 @@ func (f failingMode) Endpoint(*topo.Host, string) (*topo.Endpoint, error) { retu
 func (f failingMode) Expose(*topo.Endpoint, int) (netip.AddrPort, error) {
 	return netip.AddrPort{}, f.err
 }
+
+// CNIPluginsAvailable says whether cni:FILE modes can run here at all:
+// the plugins' directory with at least the bridge and host-local plugins.
+func CNIPluginsAvailable() error {
+	for _, typ := range []string{"bridge", "host-local"} {
+		if _, err := cni.PluginPath(typ); err != nil {
+			return unsupported("%v", err)
+		}
+	}
+	return nil
+}

@@ -241,7 +241,7 @@ func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
 // Endpoint runs a container on host h's daemon and names its network
 // namespace cnb-TOKEN-NAME, where the runner starts the engines.
 //
-// Equivalent to: docker run -d -i --name cnb-TOKEN-NAME --network NET ...
+// Equivalent to: docker run -d --name cnb-TOKEN-NAME --network NET ...
 // cnbench:VERSION; ip netns attach cnb-TOKEN-NAME PID
 func (m *dockerMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	d, err := m.daemon(h)
@@ -308,4 +308,13 @@ func (m *dockerMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error)
 		return netip.AddrPort{}, fmt.Errorf("expose port %d: %s publishes only ports %v, fixed when the container was created", port, m.name, m.ports)
 	}
 	return netip.AddrPortFrom(ep.Host.Addr, uint16(port)), nil
+}
+
+// DockerEngine is the version of the private dockerd the docker: modes
+// run, or why there is none.
+func DockerEngine() (string, error) {
+	if err := dockerAvailable(DockerBridge); err != nil {
+		return "", err
+	}
+	return dockerVersion, nil
 }
