@@ -1,9 +1,7 @@
 package mode
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 
 	"cnbench/internal/topo"
 )
@@ -21,23 +19,14 @@ const (
 // SwarmPrefix starts the name of every swarm mode.
 const SwarmPrefix = "swarm:"
 
-// IsSwarm reports whether a mode deploys on a swarm.
-func IsSwarm(name string) bool { return strings.HasPrefix(name, SwarmPrefix) }
-
 func init() {
 	for _, d := range []struct{ name, summary string }{
 		{SwarmOverlay, "engines as services on Docker Swarm nodes, over a swarm overlay network (VXLAN)"},
 		{SwarmHost, "engines as services on Docker Swarm nodes, on the nodes' host network: the swarm baseline"},
 	} {
-		register(Descriptor{Name: d.name, Summary: d.summary, Available: needsSwarm, Supports: swarmSupports, New: newSwarmMode})
+		register(Descriptor{Name: d.name, Summary: d.summary, Available: needsCluster("swarm"), Supports: swarmSupports, New: newSwarmMode})
 	}
 }
-
-// ErrNeedsSwarm is why a swarm mode cannot run on this machine's emulated
-// hosts alone; a run whose scenario names a swarm goes past it.
-var ErrNeedsSwarm = fmt.Errorf("%w: a swarm mode runs on a Docker Swarm, named by the scenario's swarm section", ErrUnsupported)
-
-func needsSwarm() error { return ErrNeedsSwarm }
 
 func swarmSupports(topology string) error {
 	if topology != topo.CHC && topology != topo.CHHC {

@@ -52,7 +52,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 		return fmt.Errorf("resume run %d: %w", runID, err)
 	}
 	r.useHosts(spec.Hosts)
-	r.useSwarm(spec.Swarm)
+	r.useClusters(spec)
 	self, err := cleanup.Self()
 	if err != nil {
 		return err

@@ -65,8 +65,8 @@ type Runner struct {
 	prog  *progress
 	// agents are the scenario's hosts on real machines; nil if none.
 	agents *agentHosts
-	// swarm is where swarm modes deploy; nil without a swarm section.
-	swarm *swarmCluster
+	// clusters are where cluster modes (swarm:*) deploy.
+	clusters *clusters
 }
 
 // New prepares a runner: it claims a fresh run token, so that everything it
@@ -96,7 +96,7 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 // Close releases the run token.
 func (r *Runner) Close() error {
 	r.agents.close()
-	r.swarm.close()
+	r.clusters.close()
 	return errors.Join(topo.RemoveImages(r.token), cleanup.Release(r.token))
 }
 
@@ -127,7 +127,7 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 		return 0, err
 	}
 	r.useHosts(spec.Hosts)
-	r.useSwarm(spec.Swarm)
+	r.useClusters(spec)
 	if err := r.own(run.ID); err != nil {
 		return run.ID, err
 	}
@@ -232,7 +232,7 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64
 	if !ok {
 		return fmt.Errorf("unknown mode %q", c.Mode)
 	}
-	if err := d.Check(c.Topology); err != nil && !(r.swarm != nil && errors.Is(err, mode.ErrNeedsSwarm)) {
+	if err := d.Check(c.Topology); err != nil && !(onCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
 		return err
 	}
 	senderCPUs, receiverCPUs, err := pinning(c.Params)
@@ -252,8 +252,8 @@ func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64
 	}
 	place := r.placeLocal
 	switch {
-	case mode.IsSwarm(c.Mode):
-		place = r.placeOnSwarm
+	case onCluster(c):
+		place = r.placeOnCluster
 	case r.onAgents(c.Topology):
 		place = r.placeOnAgents
 	}

@@ -17,6 +17,7 @@ package swarm
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -31,6 +32,8 @@ import (
 	"github.com/docker/docker/client"
 
 	"cnbench/internal/agent"
+	"cnbench/internal/cluster"
+	"cnbench/internal/mode"
 	"cnbench/internal/netns"
 )
 
@@ -153,46 +156,54 @@ func (c *Cluster) findNodes(ctx context.Context) error {
 	return nil
 }
 
-// Endpoint is a deployed engine service.
-type Endpoint struct {
-	Role string
-	Node Node
-	// Control is where its agent answers: the node's address and the
-	// published port.
-	Control netip.AddrPort
-	// Addr is the endpoint's address on the case's network.
-	Addr netip.Addr
-}
-
 // Deployment is what Deploy created for one case.
 type Deployment struct {
-	c         *Cluster
-	PKI       *agent.Ephemeral
-	Endpoints []Endpoint
-	services  []string
-	secrets   []string
-	network   string // created by cnbench; empty for the host network
+	c        *Cluster
+	pki      *agent.Ephemeral
+	eps      []cluster.Endpoint
+	services []string
+	secrets  []string
+	network  string // created by cnbench; empty for the host network
 }
 
-// Deploy starts one engine service per role, role i on node nodes[i],
-// on a network of driver, and waits until each runs.
-func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, roles []string, nodes []int) (d *Deployment, err error) {
+var _ cluster.Cluster = (*Cluster)(nil)
+var _ cluster.Deployment = (*Deployment)(nil)
+
+// Endpoints are the deployed engine services; each one's agent answers
+// at its node's address on its published port.
+func (d *Deployment) Endpoints() []cluster.Endpoint { return d.eps }
+
+// ClientTLS trusts the agents of this deployment and no one else.
+func (d *Deployment) ClientTLS(serverName string) *tls.Config { return d.pki.ClientTLS(serverName) }
+
+// Deploy starts one engine service per role on a network of driver, the
+// first role on the first configured node and the others on the second
+// unless sameNode, and waits until each runs.
+func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, roles []string, sameNode bool) (_ cluster.Deployment, err error) {
 	if driver != DriverOverlay && driver != DriverHost {
-		return nil, fmt.Errorf("swarm: network driver %q: cnbench builds %s and %s", driver, DriverOverlay, DriverHost)
+		return nil, fmt.Errorf("%w: swarm network driver %q: cnbench builds %s and %s", mode.ErrUnsupported, driver, DriverOverlay, DriverHost)
 	}
-	d = &Deployment{c: c}
+	nodes := make([]int, len(roles))
+	if !sameNode {
+		if len(c.Nodes) < 2 {
+			return nil, fmt.Errorf("%w: endpoints on two nodes need two in the swarm section", mode.ErrUnsupported)
+		}
+		for i := 1; i < len(nodes); i++ {
+			nodes[i] = 1
+		}
+	}
+	d := &Deployment{c: c}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Remove())
-			d = nil
 		}
 	}()
 	var hosts []string
 	for _, n := range c.Nodes {
 		hosts = append(hosts, n.Addr.String())
 	}
-	if d.PKI, err = agent.NewEphemeral(hosts); err != nil {
-		return d, fmt.Errorf("swarm: certificates for the case: %w", err)
+	if d.pki, err = agent.NewEphemeral(hosts); err != nil {
+		return nil, fmt.Errorf("swarm: certificates for the case: %w", err)
 	}
 	labels := map[string]string{TokenLabel: string(tok)}
 	c.deployed++
@@ -203,7 +214,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, ro
 		// Equivalent to: docker network create -d overlay --label cnbench.token=TOKEN cnb-TOKEN-ov
 		resp, err := c.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "overlay", Scope: "swarm", Labels: labels})
 		if err != nil {
-			return d, fmt.Errorf("swarm: create overlay network %s: %w", name, err)
+			return nil, fmt.Errorf("swarm: create overlay network %s: %w", name, err)
 		}
 		d.network, netTarget = resp.ID, resp.ID
 	}
@@ -211,11 +222,11 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, ro
 	for _, f := range []struct {
 		file string
 		data []byte
-	}{{"ca.pem", d.PKI.CA}, {"agent.pem", d.PKI.Cert}, {"agent-key.pem", d.PKI.Key}} {
+	}{{"ca.pem", d.pki.CA}, {"agent.pem", d.pki.Cert}, {"agent-key.pem", d.pki.Key}} {
 		name := tok.Name(strings.TrimSuffix(f.file, ".pem") + seq)
 		resp, err := c.cli.SecretCreate(ctx, swarm.SecretSpec{Annotations: swarm.Annotations{Name: name, Labels: labels}, Data: f.data})
 		if err != nil {
-			return d, fmt.Errorf("swarm: create secret %s: %w", name, err)
+			return nil, fmt.Errorf("swarm: create secret %s: %w", name, err)
 		}
 		d.secrets = append(d.secrets, resp.ID)
 		refs = append(refs, &swarm.SecretReference{SecretID: resp.ID, SecretName: name,
@@ -226,14 +237,15 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, ro
 		port := c.cfg.ControlPort + i
 		id, err := c.createService(ctx, tok, role+"-"+seq, node, port, netTarget, driver, refs, labels)
 		if err != nil {
-			return d, err
+			return nil, err
 		}
 		d.services = append(d.services, id)
 		addr, err := c.waitRunning(ctx, id, d.network, node)
 		if err != nil {
-			return d, fmt.Errorf("swarm: service %s: %w", tok.Name(role), err)
+			return nil, fmt.Errorf("swarm: service %s: %w", tok.Name(role), err)
 		}
-		d.Endpoints = append(d.Endpoints, Endpoint{Role: role, Node: node, Control: netip.AddrPortFrom(node.Addr, uint16(port)), Addr: addr})
+		d.eps = append(d.eps, cluster.Endpoint{Role: role, Node: node.Name, Control: netip.AddrPortFrom(node.Addr, uint16(port)),
+			ServerName: node.Addr.String(), Addr: addr})
 	}
 	return d, nil
 }

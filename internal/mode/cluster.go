@@ -1,0 +1,18 @@
+package mode
+
+import "fmt"
+
+// ErrNeedsCluster marks a cluster mode (swarm:*) on its own: its
+// endpoints are a cluster's containers, which this machine's emulated
+// hosts cannot give. A run whose scenario names the cluster goes past it
+// and deploys there (package cluster); without one, its cases are
+// skipped with this reason.
+var ErrNeedsCluster = fmt.Errorf("%w: a cluster mode runs on a cluster", ErrUnsupported)
+
+// needsCluster is the Available of the modes of a cluster that the
+// scenario's section names.
+func needsCluster(section string) func() error {
+	return func() error {
+		return fmt.Errorf("%w: name one in the scenario's %s section", ErrNeedsCluster, section)
+	}
+}
