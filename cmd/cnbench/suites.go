@@ -23,7 +23,7 @@ func newSuitesCommand() *cobra.Command {
 					return err
 				}
 				desc := strings.Join(strings.Fields(spec.Description), " ")
-				fmt.Fprintf(cmd.OutOrStdout(), "%-10s %4d cases  %s\n", name, len(spec.Expand()), desc)
+				fmt.Fprintf(cmd.OutOrStdout(), "%-20s %4d cases  %s\n", name, len(spec.Expand()), desc)
 			}
 			return nil
 		},
