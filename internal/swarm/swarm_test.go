@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	dswarm "github.com/docker/docker/api/types/swarm"
 
 	"cnbench/internal/cleanup"
@@ -117,6 +118,15 @@ func TestSwarmOverlayAcrossTwoNodes(t *testing.T) {
 		for _, d := range []*docker.Daemon{worker, manager} {
 			if err := d.Client.SwarmLeave(lctx, true); err != nil {
 				t.Errorf("leave the swarm in %s: %v", d.NS.Name, err)
+			}
+			// Leaving removes the stopped tasks' containers in the
+			// background; the daemon's own stop would race it.
+			for lctx.Err() == nil {
+				list, err := d.Client.ContainerList(lctx, container.ListOptions{All: true})
+				if err != nil || len(list) == 0 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}
 	})
