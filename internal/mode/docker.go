@@ -131,7 +131,11 @@ func dockerRecord(name string, p *model.Params) {
 	if dockerAvailable(name) != nil {
 		return
 	}
-	cfg := map[string]any{"dockerd": dockerVersion, "daemon": "private, one per emulated host", "flags": []string{"--bip=198.19.I.254/24"}}
+	bip := "--bip=198.19.I.254/24"
+	if b := dockerBip(name, 1); b.Addr() != topo.Gateway(1) {
+		bip = "--bip=198.19.(100+I).254/24"
+	}
+	cfg := map[string]any{"dockerd": dockerVersion, "daemon": "private, one per emulated host", "flags": []string{bip}}
 	switch name {
 	case DockerBridge:
 		cfg["network"] = "bridge (docker0)"
@@ -147,7 +151,7 @@ func dockerRecord(name string, p *model.Params) {
 		cfg["publish"] = "HOST_ADDR:PORT:PORT/tcp and /udp on the server"
 	case DockerLink:
 		cfg["network"] = "bridge (docker0)"
-		cfg["flags"] = []string{"--bip=198.19.I.254/24", "--icc=false"}
+		cfg["flags"] = []string{bip, "--icc=false"}
 		cfg["link"] = "client --link server; server --expose PORT"
 	}
 	data, _ := json.Marshal(cfg)
