@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -21,6 +22,16 @@ import (
 
 // baselineMode is the mode every other mode is compared against.
 const baselineMode = "host"
+
+// baselineOf is the mode a case of mode m is compared against: host, and
+// within a swarm, whose endpoints are the swarm's containers, the nodes'
+// own network.
+func baselineOf(m string) string {
+	if strings.HasPrefix(m, "swarm:") {
+		return "swarm:host"
+	}
+	return baselineMode
+}
 
 // Report is the summarised form of one run.
 type Report struct {
@@ -111,7 +122,7 @@ func sampleSeries(c model.CaseResult, warnings *[]string) (map[string][]float64,
 func addOverheads(cases []CaseReport) {
 	for i := range cases {
 		c := &cases[i]
-		if c.Mode == baselineMode || len(c.Metrics) == 0 {
+		if c.Mode == baselineOf(c.Mode) || len(c.Metrics) == 0 {
 			continue
 		}
 		base := findBaseline(cases, c.Case)
@@ -136,7 +147,7 @@ func addOverheads(cases []CaseReport) {
 func findBaseline(cases []CaseReport, c model.Case) *CaseReport {
 	for i := range cases {
 		b := &cases[i]
-		if b.Mode == baselineMode && len(b.Metrics) > 0 &&
+		if b.Mode == baselineOf(c.Mode) && len(b.Metrics) > 0 &&
 			b.Topology == c.Topology && b.Workload == c.Workload && b.Engine == c.Engine && b.Params.Comparable() == c.Params.Comparable() {
 			return b
 		}
