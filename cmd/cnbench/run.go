@@ -104,7 +104,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.Float64Var(&f.targetCI, "target-ci", 0, "keep sampling each case until its 95% confidence interval is within PCT % of the mean")
 	fl.IntVar(&f.maxSamples, "max-samples", 30, "most samples per case with --target-ci")
 	fl.Int64Var(&f.resume, "resume", 0, "continue run `RUN` (interrupted or killed) from its first missing sample")
-	fl.BoolVar(&f.quick, "quick", false, "run the scenario's quick form: 500ms samples, 2 per case, each sweep cut to its first, middle and last point; the run's scenario is named NAME-quick (--duration, --warmup, --samples still win)")
+	fl.BoolVar(&f.quick, "quick", false, "run the scenario's quick form: 300ms samples, 2 per case, each sweep cut to its first, middle and last point; the run's scenario is named NAME-quick (--duration, --warmup, --samples still win)")
 	return cmd
 }
 

@@ -9,8 +9,8 @@ import (
 // The quick form's budget: short samples, a token warm-up, two samples so
 // a spread can still be seen, and three points of every sweep.
 const (
-	QuickDuration = 500 * time.Millisecond
-	QuickWarmup   = 200 * time.Millisecond
+	QuickDuration = 300 * time.Millisecond
+	QuickWarmup   = 100 * time.Millisecond
 	QuickSamples  = 2
 	// QuickSuffix marks the name of a scenario run in its quick form, so
 	// that runs, reports and exports say so; case keys leave it out, so a

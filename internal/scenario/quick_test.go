@@ -83,7 +83,7 @@ workloads:
 		if !fullKeys[c.Key] {
 			t.Errorf("quick case %s is not in the full run", c.Key)
 		}
-		if c.Params.DurationMS != 500 || c.Params.Samples != 2 {
+		if c.Params.DurationMS != 300 || c.Params.Samples != 2 {
 			t.Errorf("%s: duration %d ms, %d samples", c.Key, c.Params.DurationMS, c.Params.Samples)
 		}
 	}
