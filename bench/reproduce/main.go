@@ -1,0 +1,285 @@
+// Command reproduce prints the tables of docs/reproductions.md from the
+// study suites' runs in a cnbench database: for each study, what it
+// published beside what cnbench measured here, and whether each of its
+// qualitative findings holds, with the ratio.
+//
+//	go run ./bench/reproduce -db results.db > docs/reproductions.md
+//
+// It takes each suite's latest finished run, the full form before the
+// quick one, and the median of each case's samples: the machine is shared,
+// and a median shrugs off the sample a neighbour's burst spoiled.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"cnbench/internal/model"
+	"cnbench/internal/store"
+)
+
+type finding struct {
+	claim     string
+	published string  // the study's number, as it said it
+	pubRatio  float64 // 0 when the study gave no number
+	num, den  ref
+	// want says which side of 1 the ratio must fall on for the finding to
+	// hold: ">" above 1, "<" below 1, "~" within 0.8..1.25.
+	want string
+	why  string // why it may not hold here
+}
+
+// ref names one median: a suite, a case key and a metric.
+type ref struct{ suite, key, metric string }
+
+type study struct {
+	title, suites string
+	findings      []finding
+}
+
+const (
+	rr     = "tcp_rr(flows=1,request_size=64,response_size=64)/native"
+	tps    = "transactions_per_s"
+	bps    = "throughput_bps"
+	perEP  = "throughput_per_endpoint_bps"
+	zhao   = "zhao2017"
+	zudp   = "zhao2017-udp"
+	zvm    = "zhao2017-vm"
+	icc    = "docker-icc"
+	win    = "contrail-win"
+	hoy    = "hoysala"
+	zhang  = "zhang-macvlan-ipvlan"
+	stream = "tcp_stream(flows=1,msg_size=131072)/native"
+)
+
+func fanIn(c int) string {
+	return fmt.Sprintf("tcp_stream(flows=1,msg_size=131072,pattern=fan_in,clients=%d)/native", c)
+}
+
+func cxf(c, f int) string {
+	return fmt.Sprintf("tcp_stream(flows=%d,msg_size=131072,pattern=containers_x_flows,clients=%d)/native", f, c)
+}
+
+func winStream(flows, size int, extra string) string {
+	return fmt.Sprintf("tcp_stream(flows=%d,msg_size=%d%s,receive_buffer=2097152%s)/native", flows, size, "", extra)
+}
+
+var studies = []study{
+	{"Study 000: Zhao et al., Performance of container networking technologies (2017)", "zhao2017, zhao2017-udp, zhao2017-vm", []finding{
+		{"macvlan has a higher 64 B TCP_RR rate than veth + bridge (CHC)", "+31.6 %", 1.316, ref{zhao, "macvlan/chc/" + rr, tps}, ref{zhao, "bridge/chc/" + rr, tps}, ">", ""},
+		{"macvlan has a higher 64 B TCP_RR rate than veth + bridge (CHHC)", "+32.4 %", 1.324, ref{zhao, "macvlan/chhc/" + rr, tps}, ref{zhao, "bridge/chhc/" + rr, tps}, ">", ""},
+		{"veth + OVS beats veth + bridge on TCP_RR (CHC)", "macvlan leads OVS by 7.9 %, bridge by 31.6 %", 1.22, ref{zhao, "ovs/chc/" + rr, tps}, ref{zhao, "bridge/chc/" + rr, tps}, ">", "OVS runs its userspace (netdev) datapath here, the kernel has no openvswitch module: every packet crosses ovs-vswitchd"},
+		{"macvlan is within a few percent of the native host on TCP_RR (CHHC)", "-3.4 %", 0.966, ref{zhao, "macvlan/chhc/" + rr, tps}, ref{zhao, "host/chhc/" + rr, tps}, "~", ""},
+		{"single flow, CHC: sender and receiver close together beat far apart (same / different NUMA node)", "different node -78 %: ratio 4.5", 4.5, ref{zhao, "bridge/chc/" + stream + "/placement=same_core", bps}, ref{zhao, "bridge/chc/" + stream + "/placement=different_cores", bps}, ">", "one NUMA node and two cores here: same_core makes sender, receiver and softirq share one core, which is the opposite of the study's same-node binding"},
+		{"unpinned is close to the best pinning (single flow, CHC, bridge)", "close", 1, ref{zhao, "bridge/chc/" + stream, bps}, ref{zhao, "bridge/chc/" + stream + "/placement=different_cores", bps}, "~", ""},
+		{"macvlan throughput grows with the flows on one host (16 flows / 1)", "nearly proportional: ~10x", 10, ref{zhao, "macvlan/chc/tcp_stream(flows=16,msg_size=131072)/native", bps}, ref{zhao, "macvlan/chc/" + stream, bps}, ">", "two cores: one flow already keeps both busy (sender and receiver), so more flows cannot add CPU"},
+		{"UDP (loss < 3 %) is well below TCP (bridge, CHHC, 1472 B datagrams vs 64 KiB writes)", "significantly lower", 0, ref{zudp, "bridge/chhc/udp_max_rate(flows=1,msg_size=1472,loss_threshold=3)/native", "max_rate_bps"}, ref{zudp, "bridge/chhc/tcp_stream(flows=1,msg_size=65536)/native", bps}, "<", ""},
+		{"without GRO, TCP falls (bridge, CHHC, 64 KiB writes; GRO off / on)", "drops to UDP's level", 0, ref{zudp, "bridge/chhc(gro=off)/tcp_stream(flows=1,msg_size=65536)/native", bps}, ref{zudp, "bridge/chhc/tcp_stream(flows=1,msg_size=65536)/native", bps}, "<", "GSO/TSO still build large segments on the veths, and the receiver's stack copes with 1500 B ones at this rate"},
+		{"TCP on one host hardly depends on the write size (host, CHC, 64 KiB / 4 KiB)", "almost irrelevant", 1, ref{zudp, "host/chc/tcp_stream(flows=1,msg_size=65536)/native", bps}, ref{zudp, "host/chc/tcp_stream(flows=1,msg_size=4096)/native", bps}, "~", "small writes cost a system call each; with two cores the sender's CPU, not the path, is the bound"},
+		{"a container in a VM and one on the host (CVHC) lose ~60 % of CHC's TCP_RR", "-60.5 %: ratio 0.40", 0.395, ref{zvm, "bridge/cvhc/" + rr, tps}, ref{zvm, "bridge/chc/" + rr, tps}, "<", ""},
+		{"across hosts with one end in a VM (CHHVC) loses ~56 % of CHHC's TCP_RR", "-56.4 %: ratio 0.44", 0.436, ref{zvm, "bridge/chhvc/" + rr, tps}, ref{zvm, "bridge/chhc/" + rr, tps}, "<", ""},
+		{"containers in one VM (CVC) beat CHC on TCP_RR", "+25.2 %", 1.252, ref{zvm, "bridge/cvc/" + rr, tps}, ref{zvm, "bridge/chc/" + rr, tps}, ">", "the guests run under TCG, qemu's emulation: a guest is orders of magnitude slower than the host, so nothing in a VM can beat the host here"},
+	}},
+	{"Study 001: Docker network performance (Docker 0.11)", icc, []finding{
+		{"per-container throughput falls about as 1/N with N clients on one server (bridge, 20 clients / 1)", "1.0 / 11.6 = 0.086", 0.086, ref{icc, "bridge/chc/" + fanIn(20), perEP}, ref{icc, "bridge/chc/" + fanIn(1), perEP}, "<", ""},
+		{"OVS beats iptables NAT with one client", "13.2 / 10.0 = 1.32", 1.32, ref{icc, "ovs/chc/" + fanIn(1), perEP}, ref{icc, "nat/chc/" + fanIn(1), perEP}, ">", "OVS runs its userspace (netdev) datapath here"},
+		{"pipework (veth into a bridge) beats iptables NAT with one client", "11.6 / 10.0 = 1.16", 1.16, ref{icc, "bridge/chc/" + fanIn(1), perEP}, ref{icc, "nat/chc/" + fanIn(1), perEP}, ">", ""},
+		{"Docker link is close to pipework with one client", "12.0 / 11.6 = 1.03", 1.034, ref{icc, "docker:link/chc/" + fanIn(1), perEP}, ref{icc, "bridge/chc/" + fanIn(1), perEP}, "~", ""},
+		{"4 containers x 1 flow beat 1 container x 4 flows (bridge, total)", "4 x 4.99 / 3.38 = 5.9", 5.9, ref{icc, "bridge/chc/" + cxf(4, 1), bps}, ref{icc, "bridge/chc/" + cxf(1, 4), bps}, ">", "two cores: the flows of one container and of four share the same two CPUs, so spreading them over namespaces adds nothing"},
+	}},
+	{"Study 002: Contrail Windows performance testing", win, []finding{
+		{"raw host to host far outruns containers on two hosts (A / B)", "7375 / 1593 = 4.6", 4.63, ref{win, "host/chhc/" + winStream(1, 131072, ""), bps}, ref{win, "bridge/chhc/" + winStream(1, 131072, ""), bps}, ">", ""},
+		{"colocated containers outrun containers on two hosts (C / B)", "1957 / 1593 = 1.23", 1.23, ref{win, "bridge/chc/" + winStream(1, 131072, ""), bps}, ref{win, "bridge/chhc/" + winStream(1, 131072, ""), bps}, ">", ""},
+		{"no segmentation (1390 B writes, no delay) costs most of the throughput (E / B)", "236 / 1593 = 0.15", 0.148, ref{win, "bridge/chhc/" + winStream(1, 1390, ",nodelay=on"), bps}, ref{win, "bridge/chhc/" + winStream(1, 131072, ""), bps}, "<", ""},
+		{"4 containers (2 pairs) beat 2 (C / B, 4-container test)", "2313 / 1593 = 1.45", 1.45, ref{win, "bridge/chhc/tcp_stream(flows=1,msg_size=131072,clients=2,receive_buffer=2097152)/native", bps}, ref{win, "bridge/chhc/" + winStream(1, 131072, ""), bps}, ">", "two cores: one pair already uses both"},
+		{"2 flows beat 1 (D / B)", "2500 / 1593 = 1.57", 1.57, ref{win, "bridge/chhc/" + winStream(2, 131072, ""), bps}, ref{win, "bridge/chhc/" + winStream(1, 131072, ""), bps}, ">", "two cores: one flow already uses both"},
+		{"containers raise the receiver's CPU (B / A, receiver CPU %)", "42.3 / 21.2 = 2.0", 2.0, ref{win, "bridge/chhc/" + winStream(1, 131072, ""), "cpu_receiver_pct"}, ref{win, "host/chhc/" + winStream(1, 131072, ""), "cpu_receiver_pct"}, ">", ""},
+	}},
+	{"Study 003: Hoysala et al., Effects of containerization on network performance", hoy, []finding{
+		{"containers add to the ICMP RTT (container / host, average)", "0.123 / 0.095 ms = 1.29", 1.29, ref{hoy, "bridge/chhc/ping(msg_size=56,count=100,interval=10ms)/native", "rtt_avg_us"}, ref{hoy, "host/chhc/ping(msg_size=56,count=100,interval=10ms)/native", "rtt_avg_us"}, ">", ""},
+		{"containers add about 10 % to the TCP RTT (mean)", "259 / 235 us = 1.10", 1.10, ref{hoy, "bridge/chhc/" + rr, "latency_mean_us"}, ref{hoy, "host/chhc/" + rr, "latency_mean_us"}, ">", ""},
+		{"TCP bandwidth hardly changes with the message size (bridge, 64 KiB / 2 KiB)", "about constant", 1, ref{hoy, "bridge/chhc/tcp_stream(flows=1,msg_size=65536)/native", bps}, ref{hoy, "bridge/chhc/tcp_stream(flows=1,msg_size=2048)/native", bps}, "~", "the study's path was a ~1 Gbit/s VM network that capped every size; here nothing caps it, so larger writes save system calls"},
+		{"UDP bandwidth grows with the message size (bridge, 8 KiB / 64 B)", "grows", 0, ref{hoy, "bridge/chhc/udp_stream(flows=1,msg_size=8192)/native", bps}, ref{hoy, "bridge/chhc/udp_stream(flows=1,msg_size=64)/native", bps}, ">", ""},
+	}},
+	{"Study 004: Zhang et al., Macvlan and IPvlan across network segments", zhang, []finding{
+		{"ipvlan (l3) outperforms macvlan across subnets (TCP, 1 flow)", "significantly better", 0, ref{zhang, "ipvlan:l3/routed(nic_rate=1gbit)/tcp_stream(flows=1,msg_size=131072,mss=1460,send_buffer=1048576,receive_buffer=1048576)/native", bps}, ref{zhang, "macvlan/routed(nic_rate=1gbit)/tcp_stream(flows=1,msg_size=131072,mss=1460,send_buffer=1048576,receive_buffer=1048576)/native", bps}, ">", "this machine's kernel cannot create ipvlan links"},
+		{"macvlan is nearly lossless against the host (TCP, 1 flow, 1 Gbit/s NICs)", "nearly lossless", 1, ref{zhang, "macvlan/routed(nic_rate=1gbit)/tcp_stream(flows=1,msg_size=131072,mss=1460,send_buffer=1048576,receive_buffer=1048576)/native", bps}, ref{zhang, "host/routed(nic_rate=1gbit)/tcp_stream(flows=1,msg_size=131072,mss=1460,send_buffer=1048576,receive_buffer=1048576)/native", bps}, "~", ""},
+		{"the RTT grows with the ping payload (macvlan, 32 KiB / 32 B)", "grows", 0, ref{zhang, "macvlan/routed(nic_rate=1gbit)/ping(msg_size=32768,count=100,interval=10ms)/native", "rtt_avg_us"}, ref{zhang, "macvlan/routed(nic_rate=1gbit)/ping(msg_size=32,count=100,interval=10ms)/native", "rtt_avg_us"}, ">", ""},
+	}},
+}
+
+type runInfo struct {
+	id    int64
+	name  string
+	quick bool
+	res   *model.RunResult
+}
+
+func main() {
+	db := flag.String("db", "cnbench.db", "database holding the study suites' runs")
+	flag.Parse()
+	st, err := store.Open(*db)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer st.Close()
+	runs, err := latestRuns(st)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	write(os.Stdout, runs)
+}
+
+// latestRuns maps each suite to its newest finished run, a full one if
+// there is one.
+func latestRuns(st *store.Store) (map[string]*runInfo, error) {
+	all, err := st.Runs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*runInfo{}
+	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
+	for _, r := range all {
+		if r.Status != "done" {
+			continue
+		}
+		name, quick := strings.CutSuffix(r.Scenario, "-quick")
+		if prev, ok := out[name]; ok && !prev.quick && quick {
+			continue
+		}
+		out[name] = &runInfo{id: r.ID, name: name, quick: quick}
+	}
+	for _, ri := range out {
+		if ri.res, err = st.LoadRun(ri.id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// median of a metric over a case's samples; ok false when the case is
+// missing, not measured, or lacks the metric.
+func median(runs map[string]*runInfo, r ref) (v float64, why string) {
+	ri := runs[r.suite]
+	if ri == nil {
+		return 0, "no run of " + r.suite
+	}
+	for _, c := range ri.res.Cases {
+		if c.Key != r.key {
+			continue
+		}
+		if c.Status != model.StatusOK {
+			return 0, string(c.Status) + ": " + c.Reason
+		}
+		var xs []float64
+		for _, s := range c.Samples {
+			if x, ok := s.Values[r.metric]; ok {
+				xs = append(xs, x)
+			}
+		}
+		if len(xs) == 0 {
+			return 0, "no " + r.metric
+		}
+		slices.Sort(xs)
+		if n := len(xs); n%2 == 1 {
+			return xs[n/2], ""
+		} else {
+			return (xs[n/2-1] + xs[n/2]) / 2, ""
+		}
+	}
+	return 0, "case not in run " + fmt.Sprint(ri.id)
+}
+
+func write(w *os.File, runs map[string]*runInfo) {
+	var env *model.Environment
+	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
+		if ri := runs[name]; ri != nil && env == nil {
+			env = &ri.res.Run.Env
+		}
+	}
+	fmt.Fprintln(w, "<!-- generated by go run ./bench/reproduce; do not edit by hand -->")
+	if env != nil {
+		fmt.Fprintf(w, "\nMachine: %s, %d cores, %d NUMA node(s), %d MiB, kernel %s, cnbench %s.\n",
+			env.CPUModel, env.Cores, env.NUMANodes, env.MemoryMB, env.Kernel, env.Version)
+	}
+	fmt.Fprintln(w, "\n| suite | run | form | cases ok / skipped / failed |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
+		ri := runs[name]
+		if ri == nil {
+			fmt.Fprintf(w, "| %s | none | | |\n", name)
+			continue
+		}
+		form := "full"
+		if ri.quick {
+			form = "quick"
+		}
+		n := map[model.Status]int{}
+		for _, c := range ri.res.Cases {
+			n[c.Status]++
+		}
+		fmt.Fprintf(w, "| %s | %d (%s) | %s | %d / %d / %d |\n", name, ri.id, ri.res.Run.Scenario, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed])
+	}
+	held, total := 0, 0
+	for _, s := range studies {
+		fmt.Fprintf(w, "\n### %s\n\nSuites: %s.\n\n", s.title, s.suites)
+		fmt.Fprintln(w, "| finding | published | here: numerator / denominator (medians) | ratio here | holds here? |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+		for _, f := range s.findings {
+			a, whyA := median(runs, f.num)
+			b, whyB := median(runs, f.den)
+			if whyA != "" || whyB != "" || b == 0 {
+				why := strings.TrimSpace(whyA + " " + whyB)
+				if f.why != "" && strings.Contains(why, "skipped") {
+					why = f.why + " (" + why + ")"
+				}
+				fmt.Fprintf(w, "| %s | %s | n/a | n/a | not measured: %s |\n", f.claim, f.published, esc(why))
+				continue
+			}
+			ratio := a / b
+			ok := false
+			switch f.want {
+			case ">":
+				ok = ratio > 1
+			case "<":
+				ok = ratio < 1
+			case "~":
+				ok = ratio >= 0.8 && ratio <= 1.25
+			}
+			total++
+			verdict := "yes"
+			if ok {
+				held++
+			} else {
+				verdict = "no"
+				if f.why != "" {
+					verdict += ": " + f.why
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s / %s | %.2f | %s |\n", f.claim, f.published, human(f.num.metric, a), human(f.den.metric, b), ratio, esc(verdict))
+		}
+	}
+	fmt.Fprintf(w, "\n%d of %d measured findings hold here.\n", held, total)
+}
+
+func human(metric string, v float64) string {
+	switch {
+	case strings.HasSuffix(metric, "_bps"):
+		return fmt.Sprintf("%.2f Gbit/s", v/1e9)
+	case strings.HasSuffix(metric, "_us"):
+		return fmt.Sprintf("%.1f µs", v)
+	case strings.HasSuffix(metric, "_pct"):
+		return fmt.Sprintf("%.1f %%", v)
+	case metric == tps:
+		return fmt.Sprintf("%.0f tx/s", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func esc(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
