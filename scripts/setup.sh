@@ -16,10 +16,10 @@ if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	# cnbench runs private dockerds of its own and needs only Docker's
-	# programs; keep the package from starting the machine's own daemon
-	# (and its docker0 and firewall rules) while it installs.
-	if [[ " ${missing[*]} " == *" docker.io "* && ! -e /usr/sbin/policy-rc.d ]]; then
+	# cnbench runs private dockerds and Open vSwitch daemons of its own and
+	# needs only the programs; keep the packages from starting the machine's
+	# own daemons (and Docker's docker0 and firewall rules) as they install.
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 		chmod +x /usr/sbin/policy-rc.d
 		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
