@@ -163,6 +163,7 @@ type dockerMode struct {
 	name    string
 	n       counter
 	daemons map[int]*docker.Daemon
+	started bool
 	// ports are the server's, known before it exists (Publisher).
 	ports []int
 	// server is the first endpoint's container, which links point at.
@@ -188,12 +189,57 @@ func dockerBip(name string, i int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 19, byte(100 + i), 254}), 24)
 }
 
-// daemon returns host h's private daemon, starting it on first use; the
-// topology stops it when it closes, after every container is gone.
+// daemon returns host h's private daemon. The first call starts one on
+// every host of the topology at once, each with cnbench's image and the
+// mode's network, so a two-host case waits for one start, not two; the
+// topology stops them, all at once too, when it closes, after every
+// container is gone.
 func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
-	if d, ok := m.daemons[h.Index]; ok {
-		return d, nil
+	if !m.started {
+		m.started = true
+		if err := m.startDaemons(); err != nil {
+			return nil, err
+		}
 	}
+	d, ok := m.daemons[h.Index]
+	if !ok {
+		return nil, fmt.Errorf("no dockerd on host %s", h.Name)
+	}
+	return d, nil
+}
+
+func (m *dockerMode) startDaemons() error {
+	hosts := m.t.Hosts
+	started := make([]*docker.Daemon, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() { started[i], errs[i] = m.startDaemon(h) })
+	}
+	wg.Wait()
+	var ds []*docker.Daemon
+	for i, d := range started {
+		if d != nil {
+			m.daemons[hosts[i].Index] = d
+			ds = append(ds, d)
+		}
+	}
+	m.t.OnClose(func() error {
+		stopErrs := make([]error, len(ds))
+		var wg sync.WaitGroup
+		for i, d := range ds {
+			wg.Go(func() { stopErrs[i] = d.Stop() })
+		}
+		wg.Wait()
+		return errors.Join(stopErrs...)
+	})
+	return errors.Join(errs...)
+}
+
+// startDaemon starts host h's daemon and prepares it for the mode. On an
+// error after the start it returns the daemon too, for the topology to
+// stop.
+func (m *dockerMode) startDaemon(h *topo.Host) (*docker.Daemon, error) {
 	cfg := docker.Config{
 		Bip:   dockerBip(m.name, h.Index),
 		MTU:   m.t.MTU(),
@@ -203,10 +249,11 @@ func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.t.OnClose(d.Stop)
-	m.daemons[h.Index] = d
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if _, err := d.EnsureImage(ctx); err != nil {
+		return d, err
+	}
 	switch m.name {
 	case DockerUserBridge:
 		err = d.CreateNetwork(ctx, docker.NetworkSpec{
@@ -228,7 +275,7 @@ func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
 		err = d.CreateNetwork(ctx, spec)
 	}
 	if err != nil {
-		return nil, err
+		return d, err
 	}
 	// Docker's FORWARD policy drops connections from other machines into
 	// its bridges; a machine that routes its container subnet to the LAN
@@ -236,7 +283,7 @@ func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
 	if len(m.t.Hosts) > 1 && (m.name == DockerBridge || m.name == DockerUserBridge) {
 		bridge := map[bool]string{true: "docker0", false: dockerBridgeName}[m.name == DockerBridge]
 		if err := d.Iptables("-I", "DOCKER-USER", "-i", topo.NICName, "-o", bridge, "-j", "ACCEPT"); err != nil {
-			return nil, err
+			return d, err
 		}
 	}
 	return d, nil
