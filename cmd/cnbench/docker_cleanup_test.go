@@ -100,6 +100,20 @@ func killAndClean(t *testing.T, bin, name string) {
 		t.Logf("left by SIGKILL: %v", left)
 	}
 
+	var sockets []string
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tok.Name("dk-")+"*"))
+	for _, d := range dirs {
+		sockets = append(sockets, cleanup.ShimSockets(d)...)
+	}
+	if strings.HasPrefix(name, "docker:") && len(sockets) == 0 {
+		t.Error("no shim sockets found for the killed run's containers")
+	}
+	for _, s := range sockets {
+		if _, err := os.Lstat(s); err != nil {
+			t.Errorf("shim socket %s of a running container not found: %v", s, err)
+		}
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "cleanup").CombinedOutput()
@@ -111,6 +125,11 @@ func killAndClean(t *testing.T, bin, name string) {
 	// run's objects are compared.
 	if left := leftovers(tok); len(left) > 0 {
 		t.Errorf("left after cleanup: %v", left)
+	}
+	for _, s := range sockets {
+		if _, err := os.Lstat(s); err == nil {
+			t.Errorf("shim socket %s left after cleanup", s)
+		}
 	}
 	names, _ := netns.List()
 	for _, n := range names {

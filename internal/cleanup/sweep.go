@@ -108,7 +108,7 @@ func Sweep() (Removed, error) {
 	waitGone(pids, 2*time.Second)
 	for tok, isDead := range dead {
 		if isDead {
-			errs = append(errs, sweepDaemons(tok, &r), sweepCgroupTrees(tok), sweepDirs(tok))
+			errs = append(errs, sweepShimSockets(tok), sweepDaemons(tok, &r), sweepCgroupTrees(tok), sweepDirs(tok))
 		}
 	}
 
