@@ -132,8 +132,8 @@ func (c *Config) check() error {
 		if why, refused := refusedPlugins[typ]; refused {
 			return fmt.Errorf("%s: plugin %q is refused: %s", at, typ, why)
 		}
-		if br, ok := p["bridge"].(string); ok && typ == "bridge" && !strings.HasPrefix(br, netns.Prefix) {
-			return fmt.Errorf(`%s: bridge %q: cnbench names the bridges it makes with the %q prefix; rename it (say "cnb-br0") or leave it out`, at, br, netns.Prefix)
+		if br, ok := p["bridge"].(string); ok && typ == "bridge" && !strings.HasPrefix(br, netns.Prefix+"-") {
+			return fmt.Errorf(`%s: bridge %q: cnbench names the bridges it makes with the %q prefix; rename it (say "cnb-br0") or leave it out`, at, br, netns.Prefix+"-")
 		}
 		if ipam, ok := p["ipam"].(map[string]any); ok {
 			if err := checkIPAM(at+".ipam", ipam); err != nil {

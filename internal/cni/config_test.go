@@ -25,6 +25,7 @@ func plan(i int) HostPlan {
 func TestParseRefuses(t *testing.T) {
 	for _, c := range []struct{ conf, want string }{
 		{`{"cniVersion":"1.0.0","name":"n","type":"bridge","bridge":"cni0","ipam":{"type":"host-local","subnet":"198.19.1.0/24"}}`, `bridge "cni0"`},
+		{`{"cniVersion":"1.0.0","name":"n","type":"bridge","bridge":"cnbr0","ipam":{"type":"host-local","subnet":"198.19.1.0/24"}}`, `bridge "cnbr0"`},
 		{`{"cniVersion":"1.0.0","name":"n","type":"bridge","ipam":{"type":"host-local","subnet":"10.22.0.0/16"}}`, "plugins[0].ipam.subnet: 10.22.0.0/16 is outside"},
 		{`{"cniVersion":"1.0.0","name":"n","type":"bridge","ipam":{"type":"host-local","ranges":[[{"subnet":"198.19.1.0/24","gateway":"192.168.1.1"}]]}}`, "plugins[0].ipam.ranges[0][0].gateway: 192.168.1.1 is outside"},
 		{`{"cniVersion":"1.0.0","name":"n","type":"macvlan","ipam":{"type":"dhcp"}}`, `IPAM "dhcp" is refused`},
