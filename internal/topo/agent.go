@@ -55,6 +55,23 @@ func BuildOnParent(kind string, token netns.Token, opts Options, index, hosts in
 	if err := netlink.LinkAdd(nic); err != nil {
 		return t, fmt.Errorf("create macvlan %s of %s in %q: %w", NICName, parent.Attrs().Name, h.NS.Name, err)
 	}
+	// The kernel destroys a deleted namespace, and the links in it, in
+	// its own time; until then this NIC would still answer for the
+	// host's address on the machines' segment, beside the next case's
+	// host with the same address. Its removal therefore comes first, and
+	// at once.
+	//
+	// Equivalent to: ip -n cnb-TOKEN-hI link del nic0
+	t.OnClose(func() error {
+		link, err := h.Handle.LinkByName(NICName)
+		if err != nil {
+			return nil
+		}
+		if err := h.Handle.LinkDel(link); err != nil {
+			return fmt.Errorf("remove %s from %q: %w", NICName, h.NS.Name, err)
+		}
+		return nil
+	})
 	if err := t.configureNIC(h, NICName, netip.PrefixFrom(h.Addr, UnderlayBits)); err != nil {
 		return t, err
 	}
