@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"cnbench/internal/model"
 	"cnbench/internal/store"
@@ -129,12 +130,15 @@ Regenerate:
 
 ` + "```" + `sh
 for s in zhao2017 zhao2017-udp zhao2017-vm docker-icc contrail-win hoysala zhang-macvlan-ipvlan; do
-  cnbench run $s --db studies.db            # the full form; add --quick for the smoke form
+  cnbench run $s --samples 3 --duration 1s --warmup 500ms --db full.db
+  cnbench run $s --quick --db quick.db
 done
-go run ./bench/reproduce -db studies.db > docs/reproductions.md
+go run ./bench/reproduce -db full.db,quick.db > docs/reproductions.md
 ` + "```" + `
 
-The run table below says which form each table comes from. A quick run
+The run table below says which form each table comes from, with its
+samples per case, their length and the warm-up; the full runs here used
+` + "`--samples 3 --duration 1s --warmup 500ms`" + ` to fit the machine's time. A quick run
 (` + "`--quick`" + `: 300 ms samples, 2 per case, first, middle and last point of
 each sweep) checks that the experiment runs; its ratios are indicative only.
 `
@@ -149,19 +153,19 @@ type runInfo struct {
 func main() {
 	dbs := flag.String("db", "cnbench.db", "databases holding the study suites' runs, comma-separated; a full run in any beats a quick one")
 	flag.Parse()
-	runs := map[string]*runInfo{}
+	runs, quick := map[string]*runInfo{}, map[string]*runInfo{}
 	for _, db := range strings.Split(*dbs, ",") {
-		if err := latestRuns(db, runs); err != nil {
+		if err := latestRuns(db, runs, quick); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
-	write(os.Stdout, runs)
+	write(os.Stdout, runs, quick)
 }
 
 // latestRuns adds each suite's newest finished run in db to out, keeping
 // a full run over a quick one.
-func latestRuns(db string, out map[string]*runInfo) error {
+func latestRuns(db string, out, quickOut map[string]*runInfo) error {
 	st, err := store.Open(db)
 	if err != nil {
 		return err
@@ -177,14 +181,18 @@ func latestRuns(db string, out map[string]*runInfo) error {
 			continue
 		}
 		name, quick := strings.CutSuffix(r.Scenario, "-quick")
-		if prev, ok := out[name]; ok && !prev.quick && quick {
-			continue
-		}
 		res, err := st.LoadRun(r.ID)
 		if err != nil {
 			return err
 		}
-		out[name] = &runInfo{id: r.ID, name: name, quick: quick, res: res}
+		ri := &runInfo{id: r.ID, name: name, quick: quick, res: res}
+		if quick {
+			quickOut[name] = ri
+		}
+		if prev, ok := out[name]; ok && !prev.quick && quick {
+			continue
+		}
+		out[name] = ri
 	}
 	return nil
 }
@@ -222,7 +230,7 @@ func median(runs map[string]*runInfo, r ref) (v float64, why string) {
 	return 0, "case not in run " + fmt.Sprint(ri.id)
 }
 
-func write(w *os.File, runs map[string]*runInfo) {
+func write(w *os.File, runs, quick map[string]*runInfo) {
 	var env *model.Environment
 	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
 		if ri := runs[name]; ri != nil && env == nil {
@@ -234,23 +242,35 @@ func write(w *os.File, runs map[string]*runInfo) {
 		fmt.Fprintf(w, "\nMachine: %s, %d cores, %d NUMA node(s), %d MiB, kernel %s, cnbench %s.\n",
 			env.CPUModel, env.Cores, env.NUMANodes, env.MemoryMB, env.Kernel, env.Version)
 	}
-	fmt.Fprintln(w, "\n| suite | run | form | cases ok / skipped / failed |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintln(w, "\n| suite | run | form | cases ok / skipped / failed | wall time |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
 		ri := runs[name]
 		if ri == nil {
-			fmt.Fprintf(w, "| %s | none | | |\n", name)
+			fmt.Fprintf(w, "| %s | none | | | |\n", name)
 			continue
 		}
 		form := "full"
 		if ri.quick {
 			form = "quick"
 		}
+		if len(ri.res.Cases) > 0 {
+			p := ri.res.Cases[0].Params
+			form += fmt.Sprintf(": %d x %v, warm-up %v", p.Samples, time.Duration(p.DurationMS)*time.Millisecond, time.Duration(p.WarmupMS)*time.Millisecond)
+		}
 		n := map[model.Status]int{}
 		for _, c := range ri.res.Cases {
 			n[c.Status]++
 		}
-		fmt.Fprintf(w, "| %s | %d (%s) | %s | %d / %d / %d |\n", name, ri.id, ri.res.Run.Scenario, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed])
+		fmt.Fprintf(w, "| %s | %d (%s) | %s | %d / %d / %d | %s |\n", name, ri.id, ri.res.Run.Scenario, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed], wall(ri))
+	}
+	fmt.Fprintln(w, "\nThe quick forms (`cnbench run SUITE --quick`), on the same loaded machine:")
+	fmt.Fprintln(w, "\n| suite | cases | wall time |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
+		if ri := quick[name]; ri != nil {
+			fmt.Fprintf(w, "| %s | %d | %s |\n", name, len(ri.res.Cases), wall(ri))
+		}
 	}
 	held, total := 0, 0
 	for _, s := range studies {
@@ -292,6 +312,14 @@ func write(w *os.File, runs map[string]*runInfo) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d of %d measured findings hold here.\n", held, total)
+}
+
+func wall(ri *runInfo) string {
+	r := ri.res.Run
+	if r.Finished.IsZero() {
+		return ""
+	}
+	return r.Finished.Sub(r.Started).Round(time.Second).String()
 }
 
 func human(metric string, v float64) string {
