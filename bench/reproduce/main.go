@@ -208,6 +208,8 @@ samples per case, their length and the warm-up; the full runs here used
 ` + "`--samples 3 --duration 1s --warmup 500ms`" + ` to fit the machine's time. A quick run
 (` + "`--quick`" + `: 300 ms samples, 2 per case, first, middle and last point of
 each sweep) checks that the experiment runs; its ratios are indicative only.
+It aims at under two minutes per suite on an idle two-core machine; the
+second table shows what each took here, under the load of other runs.
 `
 
 type runInfo struct {
