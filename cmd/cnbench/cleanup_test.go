@@ -17,6 +17,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
@@ -46,7 +47,9 @@ func snapshot(t *testing.T, bin string) systemState {
 	var s systemState
 	entries, _ := os.ReadDir(netns.RunDir)
 	for _, e := range entries {
-		s.Namespaces = append(s.Namespaces, e.Name())
+		if !foreign(e.Name(), bin) {
+			s.Namespaces = append(s.Namespaces, e.Name())
+		}
 	}
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -67,7 +70,12 @@ func snapshot(t *testing.T, bin string) systemState {
 		s.Tables = append(s.Tables, fmt.Sprintf("%d/%s", tb.Family, tb.Name))
 	}
 	if h, err := cpu.FindHierarchy(); err == nil {
-		s.Cgroups, _ = h.List("")
+		all, _ := h.List("")
+		for _, c := range all {
+			if !foreign(c, bin) {
+				s.Cgroups = append(s.Cgroups, c)
+			}
+		}
 	}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
@@ -80,6 +88,27 @@ func snapshot(t *testing.T, bin string) systemState {
 		sort.Strings(l)
 	}
 	return s
+}
+
+// foreign reports whether a name belongs to a cnbench run that is alive
+// and was started by someone other than this test (another run on the
+// machine): its objects come and go on their own schedule and are none
+// of this test's business.
+func foreign(name, bin string) bool {
+	tok := netns.TokenOf(name)
+	if tok == "" {
+		return false
+	}
+	o, err := cleanup.OwnerOf(tok)
+	if err != nil || !o.Alive() {
+		return false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", o.PID))
+	if err != nil {
+		return false
+	}
+	self, _ := os.Executable()
+	return exe != bin && exe != self
 }
 
 func requireSame(t *testing.T, when string, before, after systemState) {

@@ -59,6 +59,9 @@ func Release(tok netns.Token) error {
 	return nil
 }
 
+// OwnerOf returns the recorded owner of a run token.
+func OwnerOf(tok netns.Token) (Owner, error) { return readOwner(tok) }
+
 func readOwner(tok netns.Token) (Owner, error) {
 	var o Owner
 	data, err := os.ReadFile(ownerPath(tok))
