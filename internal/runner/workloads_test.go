@@ -90,7 +90,10 @@ workloads:
 			if primary <= 0 || primary > 260e6 || v[model.SentPackets] > 3500 || v[model.SentPackets] < 500 {
 				t.Errorf("%s: %.0f bit/s, %.0f datagrams sent at 200 Mbit/s offered", c.Key, primary, v[model.SentPackets])
 			}
-			if v[model.LossPct] > 1 {
+			// A broken path loses most datagrams; a sound one on a busy
+			// machine a few, most in ovs's userspace datapath, whose one
+			// forwarding thread competes for the same two cores.
+			if v[model.LossPct] > 5 {
 				t.Errorf("%s: %.0f datagrams sent, %.2f%% lost", c.Key, v[model.SentPackets], v[model.LossPct])
 			}
 			if _, ok := v[model.JitterUS]; !ok {
