@@ -390,10 +390,19 @@ func write(w *os.File, runs, quick map[string]*runInfo) {
 					verdict += ": " + f.why
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %s / %s | %.2f | %s |\n", f.claim, f.published, human(f.num.metric, a), human(f.den.metric, b), ratio, esc(verdict))
+			fmt.Fprintf(w, "| %s | %s | %s / %s | %s | %s |\n", f.claim, f.published, human(f.num.metric, a), human(f.den.metric, b), ratioText(ratio), esc(verdict))
 		}
 	}
 	fmt.Fprintf(w, "\n%d of %d measured findings hold here.\n", held, total)
+}
+
+// ratioText keeps two significant digits of a small ratio, which two
+// decimals would round to 0.00.
+func ratioText(r float64) string {
+	if r < 0.1 {
+		return fmt.Sprintf("%.2g", r)
+	}
+	return fmt.Sprintf("%.2f", r)
 }
 
 func wall(ri *runInfo) string {
