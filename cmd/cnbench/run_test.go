@@ -102,3 +102,21 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: exit %d, %q", code, out)
 	}
 }
+
+// TestCIRunsTheREADMETestCommand keeps .ci/run and the README's set-up
+// section saying the same thing.
+func TestCIRunsTheREADMETestCommand(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(ci)), "\n")
+	command := lines[len(lines)-1]
+	if !strings.Contains(string(readme), "```sh\n"+command+"\n```") {
+		t.Errorf(".ci/run runs %q, which the README does not give as a set-up command", command)
+	}
+}
