@@ -49,6 +49,19 @@ func RecordDaemon(tok netns.Token, d Daemon) error {
 	return nil
 }
 
+// StopDaemon ends a daemon cnbench started, by its PID: SIGTERM lets it
+// remove what it made; SIGKILL follows if it has not ended within grace.
+// waited is closed once the process has been reaped.
+func StopDaemon(p *os.Process, waited <-chan struct{}, grace time.Duration) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-waited:
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-waited
+	}
+}
+
 // ForgetDaemon drops the record of a daemon that has been stopped.
 func ForgetDaemon(tok netns.Token, name string) error {
 	err := os.Remove(daemonPath(tok, name))

@@ -232,13 +232,7 @@ func (d *Daemon) Stop() error {
 	}
 	for i := len(d.procs) - 1; i >= 0; i-- {
 		p := d.procs[i]
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.waited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.waited
-		}
+		cleanup.StopDaemon(p.cmd.Process, p.waited, 10*time.Second)
 		errs = append(errs, cleanup.ForgetDaemon(d.token, d.recordName(p.name)))
 	}
 	d.procs = nil

@@ -293,13 +293,7 @@ func (sw *ovsSwitch) stop() error {
 	var errs []error
 	for i := len(sw.procs) - 1; i >= 0; i-- {
 		d := sw.procs[i]
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.waited:
-		case <-time.After(2 * time.Second):
-			_ = d.cmd.Process.Kill()
-			<-d.waited
-		}
+		cleanup.StopDaemon(d.cmd.Process, d.waited, 2*time.Second)
 		errs = append(errs, cleanup.ForgetDaemon(sw.token, sw.recordName(d.name)))
 	}
 	sw.procs = nil
