@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/report"
-	"cnbench/internal/scenario"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 )
@@ -28,7 +26,7 @@ import (
 // report must carry the settings; nothing of the run may be left.
 func TestEveryModeInEveryTopology(t *testing.T) {
 	r, st := newTestRunner(t)
-	spec, err := scenario.Parse("modes.yaml", []byte(`
+	res := runDoc(t, r, st, "modes.yaml", `
 name: modes
 duration: 200ms
 warmup: 0s
@@ -40,18 +38,7 @@ topologies:
   - routed
 workloads: [tcp_stream]
 placement: same_node
-`), vocab())
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := r.Run(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if want := len(mode.Names()) * 3; len(res.Cases) != want {
 		t.Fatalf("%d cases, want %d", len(res.Cases), want)
 	}
@@ -140,7 +127,7 @@ func TestPlacementPinsAndSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := scenario.Parse("pin.yaml", []byte(`
+	res := runDoc(t, r, st, "pin.yaml", `
 name: pin
 duration: 100ms
 warmup: 0s
@@ -149,18 +136,7 @@ modes: bridge
 topologies: chc
 workloads: tcp_rr
 placement: [same_core, different_cores, different_nodes]
-`), vocab())
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := r.Run(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, c := range res.Cases {
 		_, _, want := placement.Resolve(c.Params.Placement, m)
 		t.Logf("%s: %s %s sender %s receiver %s", c.Params.Placement, c.Status, c.Reason, c.Params.SenderCPUs, c.Params.ReceiverCPUs)

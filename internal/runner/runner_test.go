@@ -76,6 +76,24 @@ func newTestRunnerOn(t *testing.T, st *store.Store) (*Runner, *store.Store) {
 	return r, st
 }
 
+// runDoc parses a scenario, runs it to the end and loads what was stored.
+func runDoc(t *testing.T, r *Runner, st *store.Store, name, doc string) *model.RunResult {
+	t.Helper()
+	spec, err := scenario.Parse(name, []byte(doc), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -91,7 +109,7 @@ func vocab() scenario.Vocabulary {
 // samples and checks that every case measured plausible numbers.
 func TestEveryModeTopologyAndWorkload(t *testing.T) {
 	r, st := newTestRunner(t)
-	spec, err := scenario.Parse("matrix.yaml", []byte(`
+	res := runDoc(t, r, st, "matrix.yaml", `
 name: matrix
 duration: 300ms
 warmup: 100ms
@@ -99,18 +117,7 @@ samples: 2
 modes: [host, veth, bridge, macvlan, nat]
 topologies: [chc, chhc]
 workloads: [tcp_stream, tcp_rr]
-`), vocab())
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := r.Run(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if res.Run.Status != "done" {
 		t.Errorf("run status %q, want done", res.Run.Status)
 	}
@@ -232,7 +239,7 @@ func TestExternalEnginesSideBySide(t *testing.T) {
 	testutil.RequireTool(t, "iperf3")
 	testutil.RequireTool(t, "sockperf")
 	r, st := newTestRunner(t)
-	spec, err := scenario.Parse("engines.yaml", []byte(`
+	res := runDoc(t, r, st, "engines.yaml", `
 name: engines
 duration: 1s
 warmup: 0s
@@ -241,18 +248,7 @@ modes: [bridge, nat]
 topologies: [chc]
 workloads: [tcp_stream, tcp_rr]
 engines: [native, iperf3, sockperf]
-`), vocab())
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := r.Run(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	measured := map[string]float64{}
 	for _, c := range res.Cases {
 		want := model.StatusOK

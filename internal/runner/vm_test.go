@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"cnbench/internal/model"
-	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 	"cnbench/internal/vm"
 )
@@ -26,7 +24,7 @@ func TestContainersInVMs(t *testing.T) {
 	r, st := newTestRunner(t)
 	var cases []model.CaseResult
 	for _, mt := range [][2]string{{"ipvlan", topo.CVC}, {"bridge", topo.CHVC}} {
-		spec, err := scenario.Parse("vm.yaml", []byte(`
+		res := runDoc(t, r, st, "vm.yaml", `
 name: vm
 duration: 500ms
 warmup: 0s
@@ -34,18 +32,7 @@ samples: 1
 modes: [`+mt[0]+`]
 topologies: [`+mt[1]+`]
 workloads: [tcp_rr]
-`), vocab())
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := r.Run(context.Background(), spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := st.LoadRun(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+`)
 		cases = append(cases, res.Cases...)
 	}
 	if len(cases) != 2 {
