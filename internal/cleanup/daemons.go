@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -47,6 +48,23 @@ func RecordDaemon(tok netns.Token, d Daemon) error {
 		return fmt.Errorf("record daemon %s of run %s: %w", d.Name, tok, err)
 	}
 	return nil
+}
+
+// StartDaemon forks cmd from a thread inside ns, so the daemon is born
+// there, reaps it in the background (the returned channel closes when it
+// has ended) and records it under tok so that a sweep can end it should
+// the run die without stopping it. A record that cannot be written is an
+// error, but the daemon has started: the caller must still stop it.
+func StartDaemon(ns *netns.NS, cmd *exec.Cmd, tok netns.Token, name, dir string) (<-chan struct{}, error) {
+	if err := ns.Do(cmd.Start); err != nil {
+		return nil, fmt.Errorf("start %s in %q: %w", filepath.Base(cmd.Path), ns.Name, err)
+	}
+	waited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(waited)
+	}()
+	return waited, RecordDaemon(tok, Daemon{Name: name, PID: cmd.Process.Pid, Dir: dir})
 }
 
 // StopDaemon ends a daemon cnbench started, by its PID: SIGTERM lets it

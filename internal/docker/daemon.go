@@ -73,7 +73,7 @@ type process struct {
 	name   string
 	cmd    *exec.Cmd
 	log    string
-	waited chan struct{}
+	waited <-chan struct{}
 }
 
 // Start runs containerd and dockerd inside ns, with role (such as "h1")
@@ -190,7 +190,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 // is born there, with a parent-death signal, and records it so that a
 // sweep finds it should the run die without stopping it.
 func (d *Daemon) start(name string, unshare uintptr, args ...string) (*process, error) {
-	p := &process{name: name, cmd: exec.Command(args[0], args[1:]...), log: d.path(name + ".log"), waited: make(chan struct{})}
+	p := &process{name: name, cmd: exec.Command(args[0], args[1:]...), log: d.path(name + ".log")}
 	log, err := os.Create(p.log)
 	if err != nil {
 		return nil, fmt.Errorf("%s log in %s: %w", name, d.Dir, err)
@@ -202,16 +202,13 @@ func (d *Daemon) start(name string, unshare uintptr, args ...string) (*process, 
 	// docker-proxy) on PATH; sbin is often missing from a user's.
 	p.cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/sbin:/usr/sbin:/sbin")
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Unshareflags: unshare}
-	if err := d.NS.Do(p.cmd.Start); err != nil {
-		return nil, fmt.Errorf("start %s in %q: %w", name, d.NS.Name, err)
+	waited, err := cleanup.StartDaemon(d.NS, p.cmd, d.token, d.recordName(name), d.Dir)
+	if waited == nil {
+		return nil, err
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.waited)
-	}()
+	p.waited = waited
 	d.procs = append(d.procs, p)
-	rec := cleanup.Daemon{Name: d.recordName(name), PID: p.cmd.Process.Pid, Dir: d.Dir}
-	if err := cleanup.RecordDaemon(d.token, rec); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -238,7 +238,7 @@ type daemon struct {
 	name   string
 	cmd    *exec.Cmd
 	stderr *lockedWriter
-	waited chan struct{}
+	waited <-chan struct{}
 }
 
 // start forks a daemon from a thread inside the host's namespace, so it
@@ -246,20 +246,17 @@ type daemon struct {
 // run die without stopping it. The parent-death signal ends it in most
 // such cases anyway.
 func (sw *ovsSwitch) start(tool string, args ...string) (*daemon, error) {
-	d := &daemon{name: tool, cmd: exec.Command(tool, args...), stderr: &lockedWriter{}, waited: make(chan struct{})}
+	d := &daemon{name: tool, cmd: exec.Command(tool, args...), stderr: &lockedWriter{}}
 	d.cmd.Env = sw.env
 	d.cmd.Stderr = d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := sw.host.NS.Do(d.cmd.Start); err != nil {
-		return nil, fmt.Errorf("start %s in %q: %w", tool, sw.host.NS.Name, err)
+	waited, err := cleanup.StartDaemon(sw.host.NS, d.cmd, sw.token, sw.recordName(tool), sw.dir)
+	if waited == nil {
+		return nil, err
 	}
-	go func() {
-		_ = d.cmd.Wait()
-		close(d.waited)
-	}()
+	d.waited = waited
 	sw.procs = append(sw.procs, d)
-	rec := cleanup.Daemon{Name: sw.recordName(tool), PID: d.cmd.Process.Pid, Dir: sw.dir}
-	if err := cleanup.RecordDaemon(sw.token, rec); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return d, nil
