@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cnbench/internal/mode"
+	"cnbench/internal/placement"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
@@ -20,33 +21,47 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var (
-		modes    []string
-		topology string
-		samples  int
-		duration time.Duration
-		db       string
-		th       = validate.DefaultThresholds
-		quiet    bool
+		modes      []string
+		topology   string
+		samples    int
+		targetCI   float64
+		maxSamples int
+		place      string
+		duration   time.Duration
+		db         string
+		th         = validate.DefaultThresholds
+		quiet      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the native engine against iperf3, sockperf and the kernel's counters",
 		Long: `Validate runs tcp_stream and tcp_rr on each chosen mode with the native engine
-and with every external engine installed, on the same path, and prints per
-mode: the native/iperf3 throughput ratio, the native/sockperf round-trip
-ratio, and each engine's received bytes over the TCP payload the receiver's
-interfaces counted. Ratios are of medians. A disagreement beyond a threshold
-is flagged and makes validate exit 1. Needs root.`,
+and with every external engine installed, and prints per mode: the
+native/iperf3 throughput ratio, the native/sockperf round-trip ratio, and
+each engine's received bytes over the TCP payload the receiver's
+interfaces counted. A disagreement beyond a threshold is flagged and makes
+validate exit 1. Needs root.
+
+The engines measure one path, built once, and take turns sample by
+sample, so drift falls on both alike. The sender and the receiver are
+pinned (--placement, default different_cores where there are two CPUs),
+since where the scheduler happens to put them moves both throughput and
+round trip by more than the thresholds. Each case samples until its 95%
+confidence interval is within --target-ci of its mean, or --max-samples;
+ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 		Example: `  cnbench validate
-  cnbench validate --modes veth,bridge --samples 5 --duration 5s`,
+  cnbench validate --modes veth,bridge --duration 5s --max-samples 20`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(modes) == 0 {
 				modes = supportedModes()
 			}
-			doc := fmt.Sprintf("name: validate\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [%s]\ntopologies: [%s]\n"+
+			if place == "" {
+				place = defaultValidatePlacement()
+			}
+			doc := fmt.Sprintf("name: validate\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [%s]\ntopologies: [%s]\nplacement: [%s]\n"+
 				"workloads:\n  - {type: tcp_stream, flows: 1, msg_size: 128K}\n  - {type: tcp_rr, request_size: 64, response_size: 64}\n"+
-				"engines: [native, iperf3, sockperf]\n", duration.Milliseconds(), samples, strings.Join(modes, ", "), topology)
+				"engines: [native, iperf3, sockperf]\n", duration.Milliseconds(), samples, strings.Join(modes, ", "), topology, place)
 			spec, err := scenario.Parse("validate", []byte(doc), vocabulary())
 			if err != nil {
 				return usageError(err)
@@ -67,7 +82,10 @@ is flagged and makes validate exit 1. Needs root.`,
 				return err
 			}
 			defer st.Close()
-			opts := runner.Options{}
+			if targetCI < 0 || targetCI > 100 || maxSamples < samples {
+				return usageError(errors.New("--target-ci must be within 0..100 and --max-samples at least --samples"))
+			}
+			opts := runner.Options{TargetCIPct: targetCI, MaxSamples: maxSamples}
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
 			}
@@ -96,7 +114,10 @@ is flagged and makes validate exit 1. Needs root.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
-	fl.IntVar(&samples, "samples", 3, "samples per engine and workload; ratios use medians")
+	fl.IntVar(&samples, "samples", 3, "fewest samples per engine and workload; ratios use medians")
+	fl.Float64Var(&targetCI, "target-ci", 2, "sample each case until its 95% confidence interval is within PCT % of the mean (0: just --samples)")
+	fl.IntVar(&maxSamples, "max-samples", 10, "most samples per engine and workload")
+	fl.StringVar(&place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")
 	fl.DurationVar(&duration, "duration", 2*time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
 	fl.StringVar(&db, "db", "", "keep the validation run in this database (default: a temporary one)")
 	fl.Float64Var(&th.Throughput, "throughput-threshold", th.Throughput, "tolerated relative throughput disagreement")
@@ -104,6 +125,15 @@ is flagged and makes validate exit 1. Needs root.`,
 	fl.Float64Var(&th.Wire, "wire-threshold", th.Wire, "tolerated relative disagreement with the interface counters")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print no progress")
 	return cmd
+}
+
+// defaultValidatePlacement pins the sender and the receiver to a core
+// each where the machine has two.
+func defaultValidatePlacement() string {
+	if m, err := placement.ReadMachine(); err == nil && len(m) >= 2 {
+		return placement.DifferentCores
+	}
+	return placement.None
 }
 
 // supportedModes lists the modes this machine can build.
@@ -119,17 +149,21 @@ func supportedModes() []string {
 
 func printChecks(cmd *cobra.Command, checks []validate.Check) {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "mode\ttopology\tcheck\tmeasured\treference\tratio\tverdict")
+	fmt.Fprintln(w, "mode\ttopology\tcheck\tmeasured\treference\tratio\t95% interval\tverdict")
 	for _, c := range checks {
 		switch {
 		case c.Missing != "":
-			fmt.Fprintf(w, "%s\t%s\t%s\t\t\t\tnot compared: %s\n", c.Mode, c.Topology, c.What, c.Missing)
+			fmt.Fprintf(w, "%s\t%s\t%s\t\t\t\t\tnot compared: %s\n", c.Mode, c.Topology, c.What, c.Missing)
 		default:
 			verdict := "agree"
 			if !c.OK() {
 				verdict = "DISAGREE"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%.3f %s\t%.3f %s\t%.3f\t%s (within %.0f%%)\n", c.Mode, c.Topology, c.What, c.A, c.Unit, c.B, c.Unit, c.Ratio, verdict, 100*c.Limit)
+			interval := ""
+			if c.High > 0 {
+				interval = fmt.Sprintf("%.3f-%.3f", c.Low, c.High)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%.3f %s\t%.3f %s\t%.3f\t%s\t%s (within %.0f%%)\n", c.Mode, c.Topology, c.What, c.A, c.Unit, c.B, c.Unit, c.Ratio, interval, verdict, 100*c.Limit)
 		}
 	}
 	w.Flush()

@@ -122,6 +122,23 @@ func (p *progress) startCase(c *model.Case) {
 	go p.tick(c, p.ticker, p.stop)
 }
 
+// startCases starts cases that share a path and take turns: they are
+// announced together, and the status line follows the first.
+func (p *progress) startCases(cs []*model.Case) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	for _, c := range cs[1:] {
+		p.left -= expected(c)
+		if p.w != nil && !p.live {
+			fmt.Fprintf(p.w, "[%d/%d] %s (in turns with %s)\n", p.done+1, p.total, c.Key, cs[0].Key)
+		}
+	}
+	p.mu.Unlock()
+	p.startCase(cs[0])
+}
+
 func (p *progress) tick(c *model.Case, t *time.Ticker, stop chan struct{}) {
 	for {
 		select {

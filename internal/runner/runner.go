@@ -159,20 +159,33 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 	return cases
 }
 
-// execute runs cases[i] for each i in order, going on from the primary
-// metric values in prior[i] (the samples a resumed case already has; prior
-// may be nil), and stores how the run ended.
+// execute runs cases[i] for each i in order, those of one path in turns
+// (turns.go), going on from the primary metric values in prior[i] (the
+// samples a resumed case already has; prior may be nil), and stores how
+// the run ended.
 func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]float64) error {
 	var runErr error
-	for _, i := range order {
+	for _, g := range r.inTurns(cases, order) {
 		if ctx.Err() != nil {
 			break
 		}
-		var done []float64
+		done := make([][]float64, len(g))
 		if prior != nil {
-			done = prior[i]
+			for k, i := range g {
+				done[k] = prior[i]
+			}
 		}
-		if err := r.runCase(ctx, &cases[i], done); err != nil {
+		var err error
+		if len(g) == 1 {
+			err = r.runCase(ctx, &cases[g[0]], done[0])
+		} else {
+			cs := make([]*model.Case, len(g))
+			for k, i := range g {
+				cs[k] = &cases[i]
+			}
+			err = r.runTurns(ctx, cs, done)
+		}
+		if err != nil {
 			// Errors that are not the case's own (the store failing) end the run.
 			runErr = err
 			break
@@ -200,8 +213,13 @@ func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, ca
 // skipped or failed and the run goes on.
 func (r *Runner) runCase(ctx context.Context, c *model.Case, prior []float64) error {
 	r.prog.startCase(c)
+	return r.recordOutcome(ctx, c, r.measureCase(ctx, c, prior))
+}
+
+// recordOutcome stores how measuring c ended, err being what ended it.
+// Only a failure to store is returned.
+func (r *Runner) recordOutcome(ctx context.Context, c *model.Case, err error) error {
 	status, reason := model.StatusOK, ""
-	err := r.measureCase(ctx, c, prior)
 	var storeErr *storeError
 	switch {
 	case errors.As(err, &storeErr):
@@ -228,83 +246,107 @@ func (e *storeError) Error() string { return e.err.Error() }
 // measureCase takes the samples c lacks; prior holds the primary metric
 // of those it has, in order, and the next sample's index is len(prior).
 func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64) (err error) {
-	d, ok := mode.Lookup(c.Mode)
-	if !ok {
-		return fmt.Errorf("unknown mode %q", c.Mode)
-	}
-	if err := d.Check(c.Topology); err != nil && !(onCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
-		return err
-	}
-	senderCPUs, receiverCPUs, err := pinning(c.Params)
-	if err != nil {
-		return err
-	}
-	newDriver, ok := drivers[c.Engine]
-	if !ok {
-		return fmt.Errorf("unknown engine %q", c.Engine)
-	}
-	if err := engineSupports(c.Engine, c.Workload); err != nil {
-		return err
-	}
-	opts, err := topoOptions(c.Params)
-	if err != nil {
-		return err
-	}
-	place := r.placeLocal
-	switch {
-	case onCluster(c):
-		place = r.placeOnCluster
-	case r.onAgents(c.Topology):
-		place = r.placeOnAgents
-	}
-	pl, err := place(ctx, c, d, opts)
+	pl, err := r.buildPath(ctx, c, func() error { return engineSupports(c.Engine, c.Workload) }, []string{c.Engine})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, pl.close()) }()
-	server, client := pl.server, pl.client
-	server.cpus, client.cpus = receiverCPUs, senderCPUs
-	setup := driverSetup{server: server, client: client, engineCommand: r.opts.EngineCommand, expose: pl.expose, listenPort: pl.listenPort}
-	drv, err := newDriver(ctx, setup, *c)
+	drv, err := drivers[c.Engine](ctx, pl.setup(r, c.Engine), *c)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, drv.stop()) }()
-
-	if c.Params.WarmupMS > 0 {
-		r.prog.phase(c, "warm-up")
-		if _, err := measure(ctx, drv, server, client, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
+	if err := r.warmUp(ctx, drv, pl, c); err != nil {
+		return err
 	}
 	primary := slices.Clone(prior)
-	for i := len(prior); ; i++ {
-		stop, stoppedBy := enoughSamples(c.Params, i, primary)
-		if stop {
-			if stoppedBy != "" {
-				c.Params.StoppedBy = stoppedBy
-				if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
-					return &storeError{err}
-				}
-			}
-			break
+	for {
+		more, err := r.takeSample(ctx, drv, pl, c, &primary)
+		if err != nil || !more {
+			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r.prog.sample(c, i)
-		s, err := measure(ctx, drv, server, client, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
-		if err != nil {
-			return fmt.Errorf("sample %d: %w", i+1, err)
-		}
-		s.Index = i
-		if err := r.store.AddSample(c.ID, s); err != nil {
-			return &storeError{err}
-		}
-		primary = append(primary, s.Values[model.PrimaryMetric(c.Workload)])
-		r.prog.sampleDone(c, s)
+	}
+}
+
+// buildPath builds and places what a case measures, pinned as its
+// placement says, after checking the mode, then the engines (check). A
+// Publisher mode publishes the ports of every engine in engines.
+func (r *Runner) buildPath(ctx context.Context, c *model.Case, check func() error, engines []string) (placed, error) {
+	d, ok := mode.Lookup(c.Mode)
+	if !ok {
+		return placed{}, fmt.Errorf("unknown mode %q", c.Mode)
+	}
+	if err := d.Check(c.Topology); err != nil && !(onCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
+		return placed{}, err
+	}
+	senderCPUs, receiverCPUs, err := pinning(c.Params)
+	if err != nil {
+		return placed{}, err
+	}
+	if err := check(); err != nil {
+		return placed{}, err
+	}
+	opts, err := topoOptions(c.Params)
+	if err != nil {
+		return placed{}, err
+	}
+	var pl placed
+	switch {
+	case onCluster(c):
+		pl, err = r.placeOnCluster(ctx, c, d, opts)
+	case r.onAgents(c.Topology):
+		pl, err = r.placeOnAgents(ctx, c, d, opts)
+	default:
+		pl, err = r.placeLocal(c, d, opts, engines)
+	}
+	if err != nil {
+		return placed{}, err
+	}
+	pl.server.cpus, pl.client.cpus = receiverCPUs, senderCPUs
+	return pl, nil
+}
+
+// warmUp runs the case's warm-up, whose sample is discarded.
+func (r *Runner) warmUp(ctx context.Context, drv driver, pl placed, c *model.Case) error {
+	if c.Params.WarmupMS <= 0 {
+		return nil
+	}
+	r.prog.phase(c, "warm-up")
+	if _, err := measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
+}
+
+// takeSample takes and stores the case's next sample, appending its
+// primary metric to primary, unless the case has enough; it reports
+// whether it took one.
+func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model.Case, primary *[]float64) (bool, error) {
+	i := len(*primary)
+	if stop, stoppedBy := enoughSamples(c.Params, i, *primary); stop {
+		if stoppedBy != "" {
+			c.Params.StoppedBy = stoppedBy
+			if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+				return false, &storeError{err}
+			}
+		}
+		return false, nil
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	r.prog.sample(c, i)
+	s, err := measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+	if err != nil {
+		return false, fmt.Errorf("sample %d: %w", i+1, err)
+	}
+	s.Index = i
+	if err := r.store.AddSample(c.ID, s); err != nil {
+		return false, &storeError{err}
+	}
+	*primary = append(*primary, s.Values[model.PrimaryMetric(c.Workload)])
+	r.prog.sampleDone(c, s)
+	return true, nil
 }
 
 // placed is a case's server and client slots, wherever they were built.
@@ -312,24 +354,35 @@ type placed struct {
 	server, client *slot
 	// expose publishes a port of the server and returns what clients dial.
 	expose func(port int) (netip.AddrPort, error)
-	// listenPort is the port a Publisher mode published; 0 for any.
-	listenPort int
+	// published is set where a Publisher mode published each engine's
+	// port (publishedPort) before the server existed.
+	published bool
 	// close removes everything placing made.
 	close func() error
 }
 
+// setup is what an engine's driver is built from on this path.
+func (pl placed) setup(r *Runner, engine string) driverSetup {
+	s := driverSetup{server: pl.server, client: pl.client, engineCommand: r.opts.EngineCommand, expose: pl.expose}
+	if pl.published {
+		s.listenPort = publishedPort(engine)
+	}
+	return s
+}
+
 // placeLocal builds the case's topology on this machine's emulated hosts
 // and places the endpoints on it.
-func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor, opts topo.Options) (pl placed, err error) {
+func (r *Runner) placeLocal(c *model.Case, d mode.Descriptor, opts topo.Options, engines []string) (pl placed, err error) {
 	t, err := topo.Build(c.Topology, r.token, opts)
 	if err != nil {
 		return placed{}, err
 	}
 	m := d.InTopology(t)
-	listenPort := 0
-	if p, ok := m.(mode.Publisher); ok {
-		listenPort = publishedPort(c.Engine)
-		p.Publish(listenPort)
+	p, published := m.(mode.Publisher)
+	if published {
+		for _, e := range engines {
+			p.Publish(publishedPort(e))
+		}
 	}
 	g, err := r.placeGroup(t, m, c.Params)
 	if err != nil {
@@ -338,9 +391,9 @@ func (r *Runner) placeLocal(_ context.Context, c *model.Case, d mode.Descriptor,
 	server, client := g.servers[0], g.clients[0]
 	pl = placed{
 		server: server, client: client,
-		expose:     func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
-		listenPort: listenPort,
-		close:      func() error { return errors.Join(g.close(), t.Close()) },
+		expose:    func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
+		published: published,
+		close:     func() error { return errors.Join(g.close(), t.Close()) },
 	}
 	if err := t.ApplyOffloads(); err != nil {
 		return placed{}, errors.Join(err, pl.close())

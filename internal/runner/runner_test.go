@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,6 +281,14 @@ engines: [native, iperf3, sockperf]
 		}
 	}
 	t.Logf("side by side: %v", measured)
+	// The engines of one path took turns on it: A B, then B A.
+	for _, m := range []string{"bridge", "nat"} {
+		for _, w := range []string{"tcp_stream", "tcp_rr"} {
+			if got := turnOrder(res, m, w); len(got) != 4 || got[0] == got[1] || got[1] != got[2] || got[0] != got[3] {
+				t.Errorf("%s %s: samples by time came from %v, want A B B A", m, w, got)
+			}
+		}
+	}
 	// Same path, same machine: engines agree within a factor of three even
 	// on a busy machine; closer agreement is the bench's business.
 	for _, m := range []string{"bridge", "nat"} {
@@ -290,6 +299,29 @@ engines: [native, iperf3, sockperf]
 			}
 		}
 	}
+}
+
+// turnOrder is the engine of each measured sample of a mode's workload,
+// in the order the samples started.
+func turnOrder(res *model.RunResult, mode, workload string) []string {
+	type taken struct {
+		at     time.Time
+		engine string
+	}
+	var all []taken
+	for _, c := range res.Cases {
+		if c.Mode == mode && c.Workload == workload {
+			for _, s := range c.Samples {
+				all = append(all, taken{s.Started, c.Engine})
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b taken) int { return a.at.Compare(b.at) })
+	var engines []string
+	for _, x := range all {
+		engines = append(engines, x.engine)
+	}
+	return engines
 }
 
 func TestShuffledOrderIsRepeatable(t *testing.T) {

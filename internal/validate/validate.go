@@ -8,9 +8,11 @@ package validate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"cnbench/internal/model"
+	"cnbench/internal/stats"
 )
 
 // Thresholds are the relative disagreements tolerated.
@@ -30,7 +32,11 @@ type Check struct {
 	A, B           float64 // the two medians compared
 	Unit           string
 	Ratio          float64
-	Limit          float64 // tolerated |ratio - 1|
+	// Low and High bound the 95% confidence interval of the ratio from
+	// the samples paired by index (the engines take turns, so sample i
+	// of each ran side by side); both zero with fewer than two pairs.
+	Low, High float64
+	Limit     float64 // tolerated |ratio - 1|
 	// Missing says why a comparison could not be made, such as a tool
 	// not installed or a case that failed.
 	Missing string
@@ -60,7 +66,8 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 		pair := func(what, unit string, limit float64, workload, metric, engineB string, scale float64) {
 			a, whyA := med(workload, "native", metric)
 			b, whyB := med(workload, engineB, metric)
-			c := Check{Mode: k.mode, Topology: k.topo, What: what, A: a * scale, B: b * scale, Unit: unit, Limit: limit}
+			low, high := pairedInterval(values(res, k.mode, k.topo, workload, "native", metric), values(res, k.mode, k.topo, workload, engineB, metric))
+			c := Check{Mode: k.mode, Topology: k.topo, What: what, A: a * scale, B: b * scale, Unit: unit, Limit: limit, Low: low, High: high}
 			switch {
 			case whyA != "":
 				c.Missing = whyA
@@ -85,25 +92,59 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 // median of a metric over the samples of the matching case, or why there
 // is none.
 func median(res *model.RunResult, mode, topo, workload, engine, metric string) (float64, string) {
-	for _, c := range res.Cases {
-		if c.Mode != mode || c.Topology != topo || c.Workload != workload || c.Engine != engine {
-			continue
-		}
-		if c.Status != model.StatusOK {
-			return 0, fmt.Sprintf("%s %s: %s %s", engine, workload, c.Status, c.Reason)
-		}
-		var xs []float64
-		for _, s := range c.Samples {
-			if v, ok := s.Values[metric]; ok {
-				xs = append(xs, v)
-			}
-		}
-		if len(xs) == 0 {
-			return 0, fmt.Sprintf("%s %s: no %s measured", engine, workload, metric)
-		}
-		return Median(xs), ""
+	c := find(res, mode, topo, workload, engine)
+	if c == nil {
+		return 0, fmt.Sprintf("%s %s: not run", engine, workload)
 	}
-	return 0, fmt.Sprintf("%s %s: not run", engine, workload)
+	if c.Status != model.StatusOK {
+		return 0, fmt.Sprintf("%s %s: %s %s", engine, workload, c.Status, c.Reason)
+	}
+	xs := values(res, mode, topo, workload, engine, metric)
+	if len(xs) == 0 {
+		return 0, fmt.Sprintf("%s %s: no %s measured", engine, workload, metric)
+	}
+	return Median(slices.Clone(xs)), ""
+}
+
+func find(res *model.RunResult, mode, topo, workload, engine string) *model.CaseResult {
+	for i, c := range res.Cases {
+		if c.Mode == mode && c.Topology == topo && c.Workload == workload && c.Engine == engine {
+			return &res.Cases[i]
+		}
+	}
+	return nil
+}
+
+// values are a metric's values in sample order; nil if the case did not
+// run.
+func values(res *model.RunResult, mode, topo, workload, engine, metric string) []float64 {
+	c := find(res, mode, topo, workload, engine)
+	if c == nil || c.Status != model.StatusOK {
+		return nil
+	}
+	var xs []float64
+	for _, s := range c.Samples {
+		if v, ok := s.Values[metric]; ok {
+			xs = append(xs, v)
+		}
+	}
+	return xs
+}
+
+// pairedInterval is the 95% confidence interval of a[i]/b[i] over the
+// pairs both have; zeros with fewer than two.
+func pairedInterval(a, b []float64) (low, high float64) {
+	var ratios []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] != 0 {
+			ratios = append(ratios, a[i]/b[i])
+		}
+	}
+	if len(ratios) < 2 {
+		return 0, 0
+	}
+	s := stats.Summarize(ratios)
+	return s.CI95Low, s.CI95High
 }
 
 // Median of xs, which it sorts.

@@ -51,3 +51,20 @@ func TestCompareSaysWhatIsMissing(t *testing.T) {
 		}
 	}
 }
+
+func TestPairedIntervalFollowsTheTurns(t *testing.T) {
+	// Sample i of each engine ran side by side: a drift common to both
+	// cancels in the per-turn ratios, so the interval is tight although
+	// each engine's own samples spread widely.
+	low, high := pairedInterval([]float64{10, 20, 30, 40}, []float64{10.1, 20.1, 30.4, 40.4})
+	if !(low > 0.98 && high < 1 && low < high) {
+		t.Errorf("interval %v-%v, want about 0.990 on both sides", low, high)
+	}
+	if low, high := pairedInterval([]float64{10}, []float64{10}); low != 0 || high != 0 {
+		t.Errorf("one pair gave an interval %v-%v", low, high)
+	}
+	// Unpaired extras are left out rather than matched with nothing.
+	if low, high := pairedInterval([]float64{10, 10, 99}, []float64{5, 5}); low != 2 || high != 2 {
+		t.Errorf("interval %v-%v, want exactly 2", low, high)
+	}
+}

@@ -1,0 +1,179 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"cnbench/internal/model"
+)
+
+// Cases that differ only in their engine measure one path, built once,
+// and take their samples in turns: A B, then B A, and so on. Whatever
+// drifts during a run (other load, the clock of the CPUs, where the
+// scheduler put the threads) then falls on every engine alike, and a
+// comparison between engines is one of the same veths, bridges and
+// addresses, sample by sample. Cases on agents or a cluster are placed
+// per case, so they run one after the other as before.
+
+// pathKey is what identifies the path a case measures: everything but
+// its engine and what its own sampling recorded.
+func pathKey(c *model.Case) string {
+	p := c.Params
+	p.StoppedBy = ""
+	b, _ := json.Marshal(p) // Params holds only plain fields
+	return c.Mode + "\x00" + c.Topology + "\x00" + c.Workload + "\x00" + string(b)
+}
+
+// inTurns groups the indices in order by path, keeping the order of each
+// group's first case; only local cases are grouped.
+func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
+	var groups [][]int
+	at := map[string]int{}
+	for _, i := range order {
+		c := &cases[i]
+		if onCluster(c) || r.onAgents(c.Topology) {
+			groups = append(groups, []int{i})
+			continue
+		}
+		k := pathKey(c)
+		if g, ok := at[k]; ok {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		at[k] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// turn is one engine's case on a shared path.
+type turn struct {
+	c       *model.Case
+	drv     driver
+	primary []float64
+	err     error
+	done    bool
+}
+
+// runTurns measures cases that share a path with their engines taking
+// turns, and records each case's outcome. Only store failures are
+// returned.
+func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]float64) error {
+	r.prog.startCases(cs)
+	turns := make([]*turn, len(cs))
+	for i, c := range cs {
+		turns[i] = &turn{c: c, primary: slices.Clone(prior[i])}
+	}
+	r.measureTurns(ctx, turns)
+	for _, t := range turns {
+		if err := r.recordOutcome(ctx, t.c, t.err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureTurns sets each turn's err to what ended it, nil when it has
+// all its samples.
+func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
+	lead := turns[0].c
+	engines := make([]string, len(turns))
+	for i, t := range turns {
+		engines[i] = t.c.Engine
+	}
+	// The path is built if at least one engine can run the workload;
+	// the others are skipped with their own reason.
+	cannot := make([]error, len(turns))
+	anyCan := false
+	for i, t := range turns {
+		cannot[i] = engineSupports(t.c.Engine, t.c.Workload)
+		anyCan = anyCan || cannot[i] == nil
+	}
+	errNoEngine := errors.New("no engine can run the workload")
+	pl, err := r.buildPath(ctx, lead, func() error {
+		if !anyCan {
+			return errNoEngine
+		}
+		return nil
+	}, engines)
+	for i, t := range turns {
+		switch {
+		case errors.Is(err, errNoEngine):
+			t.err = cannot[i]
+		case err != nil:
+			t.err = err
+		default:
+			t.err = cannot[i]
+		}
+	}
+	if err != nil {
+		return
+	}
+	var live []*turn
+	for _, t := range turns {
+		if t.err != nil {
+			continue
+		}
+		if t.drv, t.err = drivers[t.c.Engine](ctx, pl.setup(r, t.c.Engine), *t.c); t.err != nil {
+			continue
+		}
+		if t.err = r.warmUp(ctx, t.drv, pl, t.c); t.err != nil {
+			continue
+		}
+		live = append(live, t)
+	}
+	for round := 0; ; round++ {
+		sampled := false
+		seq := slices.Clone(live)
+		if round%2 == 1 {
+			slices.Reverse(seq)
+		}
+		for _, t := range seq {
+			if t.done || t.err != nil {
+				continue
+			}
+			more, err := r.takeSample(ctx, t.drv, pl, t.c, &t.primary)
+			var storeErr *storeError
+			switch {
+			case errors.As(err, &storeErr):
+				// The run ends: what is left is not recorded anyway.
+				t.err = err
+				r.endTurns(turns, pl)
+				return
+			case err != nil:
+				t.err = err
+			case !more:
+				t.done = true
+			default:
+				sampled = true
+			}
+		}
+		if !sampled {
+			break
+		}
+	}
+	r.endTurns(turns, pl)
+}
+
+// endTurns stops every engine and removes the path; a failure to do so
+// is each affected case's.
+func (r *Runner) endTurns(turns []*turn, pl placed) {
+	var closeErr error
+	for _, t := range turns {
+		if t.drv != nil {
+			t.err = errors.Join(t.err, t.drv.stop())
+		}
+	}
+	closeErr = pl.close()
+	if closeErr == nil {
+		return
+	}
+	for _, t := range turns {
+		if t.drv != nil {
+			t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
+		}
+	}
+}
