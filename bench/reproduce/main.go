@@ -189,27 +189,27 @@ three, because a scenario crosses all its axes and one file would run every
 workload in every VM and CPU placement. Per study: what it published, what
 cnbench measured on this machine, and whether each qualitative finding
 holds here, with the ratio and, where it does not hold, why. Numbers are
-the median of each case's samples. The machine is shared with other test
-runs (load average 6 to 9 on 2 cores while these ran), so single cases
-swing by tens of percent between runs; read the ratios, not the digits.
+the median of each case's samples. The suites ran one after another in
+their full form on an otherwise quiet two-core machine; even so, single
+cases swing by tens of percent between runs there, so read the ratios,
+not the digits.
 
 Regenerate:
 
 ` + "```" + `sh
 for s in zhao2017 zhao2017-udp zhao2017-vm docker-icc contrail-win hoysala zhang-macvlan-ipvlan; do
-  cnbench run $s --samples 3 --duration 1s --warmup 500ms --db full.db
+  cnbench run $s --db full.db
   cnbench run $s --quick --db quick.db
 done
 go run ./bench/reproduce -db full.db,quick.db > docs/reproductions.md
 ` + "```" + `
 
 The run table below says which form each table comes from, with its
-samples per case, their length and the warm-up; the full runs here used
-` + "`--samples 3 --duration 1s --warmup 500ms`" + ` to fit the machine's time. A quick run
-(` + "`--quick`" + `: 300 ms samples, 2 per case, first, middle and last point of
-each sweep) checks that the experiment runs; its ratios are indicative only.
-It aims at under two minutes per suite on an idle two-core machine; the
-second table shows what each took here, under the load of other runs.
+samples per case, their length and the warm-up. A quick run (` + "`--quick`" + `:
+300 ms samples, 2 per case, first, middle and last point of each sweep)
+checks that the experiment runs; its ratios are indicative only. It aims
+at under two minutes per suite on an idle two-core machine; the second
+table shows what each took here.
 `
 
 type runInfo struct {
@@ -333,7 +333,7 @@ func write(w *os.File, runs, quick map[string]*runInfo) {
 		}
 		fmt.Fprintf(w, "| %s | %d (%s) | %s | %d / %d / %d | %s |\n", name, ri.id, ri.res.Run.Scenario, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed], wall(ri))
 	}
-	fmt.Fprintln(w, "\nThe quick forms (`cnbench run SUITE --quick`), on the same loaded machine:")
+	fmt.Fprintln(w, "\nThe quick forms (`cnbench run SUITE --quick`), on the same machine:")
 	fmt.Fprintln(w, "\n| suite | cases | wall time |")
 	fmt.Fprintln(w, "|---|---|---|")
 	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {

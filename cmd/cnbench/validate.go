@@ -161,7 +161,7 @@ func printChecks(cmd *cobra.Command, checks []validate.Check) {
 			}
 			interval := ""
 			if c.High > 0 {
-				interval = fmt.Sprintf("%.3f-%.3f", c.Low, c.High)
+				interval = fmt.Sprintf("[%.3f, %.3f]", c.Low, c.High)
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%.3f %s\t%.3f %s\t%.3f\t%s\t%s (within %.0f%%)\n", c.Mode, c.Topology, c.What, c.A, c.Unit, c.B, c.Unit, c.Ratio, interval, verdict, 100*c.Limit)
 		}
