@@ -145,7 +145,7 @@ var studies = []study{
 		{"8 threads (8 vCPUs), throughput", "4846 Mbit/s", ref{win, "bridge/chhc/" + winStream(8, 131072, ""), bps}},
 	}},
 	{"Study 003: Hoysala et al., Effects of containerization on network performance", hoy, []finding{
-		{"containers add to the ICMP RTT (container / host; median RTT, as a few 100 ms stalls of the loaded machine carry the averages)", "0.123 / 0.095 ms = 1.29 (averages)", 1.29, ref{hoy, "bridge/chhc/" + ping56, "latency_p50_us"}, ref{hoy, "host/chhc/" + ping56, "latency_p50_us"}, ">", ""},
+		{"containers add to the ICMP RTT (container / host; median RTT, as a few stalls of milliseconds carry the averages)", "0.123 / 0.095 ms = 1.29 (averages)", 1.29, ref{hoy, "bridge/chhc/" + ping56, "latency_p50_us"}, ref{hoy, "host/chhc/" + ping56, "latency_p50_us"}, ">", ""},
 		{"containers add about 10 % to the TCP RTT (mean)", "259 / 235 us = 1.10", 1.10, ref{hoy, "bridge/chhc/" + rr, "latency_mean_us"}, ref{hoy, "host/chhc/" + rr, "latency_mean_us"}, ">", ""},
 		{"TCP bandwidth hardly changes with the message size (bridge, 64 KiB / 2 KiB)", "about constant", 1, ref{hoy, "bridge/chhc/tcp_stream(flows=1,msg_size=65536)/native", bps}, ref{hoy, "bridge/chhc/tcp_stream(flows=1,msg_size=2048)/native", bps}, "~", "the study's path was a ~1 Gbit/s VM network that capped every size; here nothing caps it, so larger writes save system calls"},
 		{"UDP bandwidth grows with the message size (bridge, 8 KiB / 64 B)", "grows", 0, ref{hoy, "bridge/chhc/udp_stream(flows=1,msg_size=8192)/native", bps}, ref{hoy, "bridge/chhc/udp_stream(flows=1,msg_size=64)/native", bps}, ">", ""},
