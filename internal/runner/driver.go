@@ -35,7 +35,11 @@ type exchange struct {
 	// latency as an HDR histogram (compressed V2 encoding, nanoseconds).
 	transactions int64
 	txTime       time.Duration
-	latencyHDR   []byte
+	// cpuTransactions, when set, are the transactions the processes'
+	// whole CPU time paid for, where the tool measured only some of them
+	// (sockperf drops its warm-up).
+	cpuTransactions int64
+	latencyHDR      []byte
 	// Latency percentiles in microseconds, for engines that report them
 	// without a histogram.
 	latencyUS map[string]float64
@@ -59,6 +63,15 @@ type driverSetup struct {
 	listenPort int
 }
 
+// transactionsForCPU are the transactions to charge the exchange's CPU
+// time to.
+func (x exchange) transactionsForCPU() int64 {
+	if x.cpuTransactions > 0 {
+		return x.cpuTransactions
+	}
+	return x.transactions
+}
+
 // drivers maps each engine name to its constructor.
 var drivers = map[string]func(ctx context.Context, s driverSetup, c model.Case) (driver, error){
 	"native":   newNativeDriver,
@@ -73,7 +86,7 @@ var Engines = []string{"native", "iperf3", "sockperf", "ping"}
 // engineWorkloads lists what each engine can run; "native" runs all.
 var engineWorkloads = map[string][]string{
 	"iperf3":   {"tcp_stream", "udp_stream"},
-	"sockperf": {"tcp_rr"},
+	"sockperf": {"tcp_rr", "udp_rr"},
 	"ping":     {"ping"},
 }
 
@@ -111,14 +124,14 @@ func engineSupports(engine, workload string) error {
 }
 
 // startToolServer starts an external tool's server in the server slot,
-// waits until it listens on port, and exposes the port; it returns the
-// server process and the address clients dial.
-func startToolServer(ctx context.Context, s driverSetup, args []string, port int) (*proc, netip.AddrPort, error) {
+// waits until it listens on port (proto "tcp" or "udp"), and exposes the
+// port; it returns the server process and the address clients dial.
+func startToolServer(ctx context.Context, s driverSetup, args []string, proto string, port int) (*proc, netip.AddrPort, error) {
 	srv, err := s.server.start(args, nil)
 	if err != nil {
 		return nil, netip.AddrPort{}, err
 	}
-	if err := waitListening(ctx, s.server.ep.NS, port, 5*time.Second); err != nil {
+	if err := waitListening(ctx, s.server.ep.NS, proto, port, 5*time.Second); err != nil {
 		srv.stopWithin(0)
 		return nil, netip.AddrPort{}, srv.describe(err)
 	}

@@ -25,7 +25,7 @@ type iperf3Driver struct {
 
 func newIperf3Driver(ctx context.Context, s driverSetup, _ model.Case) (driver, error) {
 	args := []string{"iperf3", "--server", "--bind", s.server.ep.Addr.String(), "--port", strconv.Itoa(iperf3Port)}
-	srv, target, err := startToolServer(ctx, s, args, iperf3Port)
+	srv, target, err := startToolServer(ctx, s, args, "tcp", iperf3Port)
 	if err != nil {
 		return nil, err
 	}

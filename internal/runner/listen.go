@@ -16,24 +16,24 @@ import (
 // waitListening waits until a TCP socket in the namespace listens on port.
 // External tools print their readiness late or not at all when their
 // output is a pipe, so cnbench asks the kernel instead.
-func waitListening(ctx context.Context, ns *netns.NS, port int, limit time.Duration) error {
+func waitListening(ctx context.Context, ns *netns.NS, proto string, port int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		var table []byte
 		err := ns.Do(func() (err error) {
 			// /proc/net follows the process's namespace; thread-self
 			// follows this thread's, which Do has switched.
-			table, err = os.ReadFile("/proc/thread-self/net/tcp")
+			table, err = os.ReadFile("/proc/thread-self/net/" + proto)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("read listening sockets in %s: %w", ns.Name, err)
 		}
-		if listensOn(table, port) {
+		if listensOn(table, proto, port) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listens on port %d in %s after %v", port, ns.Name, limit)
+			return fmt.Errorf("nothing listens on %s port %d in %s after %v", proto, port, ns.Name, limit)
 		}
 		select {
 		case <-ctx.Done():
@@ -43,14 +43,18 @@ func waitListening(ctx context.Context, ns *netns.NS, port int, limit time.Durat
 	}
 }
 
-// tcpListen is the LISTEN state in /proc/net/tcp.
-const tcpListen = "0A"
+// The state column of /proc/net/tcp and /proc/net/udp for a socket that
+// takes traffic: LISTEN for TCP, and CLOSE for a bound, unconnected UDP
+// socket.
+var listening = map[string]string{"tcp": "0A", "udp": "07"}
 
-func listensOn(table []byte, port int) bool {
+// listensOn reports whether table, /proc/net/PROTO, holds a socket
+// listening on port.
+func listensOn(table []byte, proto string, port int) bool {
 	sc := bufio.NewScanner(bytes.NewReader(table))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 4 || f[3] != tcpListen {
+		if len(f) < 4 || f[3] != listening[proto] {
 			continue
 		}
 		_, hexPort, ok := strings.Cut(f[1], ":")

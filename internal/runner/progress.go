@@ -122,21 +122,21 @@ func (p *progress) startCase(c *model.Case) {
 	go p.tick(c, p.ticker, p.stop)
 }
 
-// startCases starts cases that share a path and take turns: they are
-// announced together, and the status line follows the first.
+// startCases starts cases that share a path and take turns: the first
+// leads the status line, and a log names the others after it.
 func (p *progress) startCases(cs []*model.Case) {
 	if p == nil {
 		return
 	}
+	p.startCase(cs[0])
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, c := range cs[1:] {
 		p.left -= expected(c)
 		if p.w != nil && !p.live {
-			fmt.Fprintf(p.w, "[%d/%d] %s (in turns with %s)\n", p.done+1, p.total, c.Key, cs[0].Key)
+			fmt.Fprintf(p.w, "[%d/%d] %s (in turns with the above)\n", p.done+1, p.total, c.Key)
 		}
 	}
-	p.mu.Unlock()
-	p.startCase(cs[0])
 }
 
 func (p *progress) tick(c *model.Case, t *time.Ticker, stop chan struct{}) {

@@ -99,7 +99,7 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sampl
 			return s, fmt.Errorf("measure: %d transactions in %v", x.transactions, x.txTime)
 		}
 		v[model.TransactionsPerS] = float64(x.transactions) / x.txTime.Seconds()
-		v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactions)
+		v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
 		if err := latencyValues(v, x); err != nil {
 			return s, err
 		}

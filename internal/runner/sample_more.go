@@ -58,7 +58,7 @@ func moreValues(c model.Case, s *model.Sample, x exchange, before, after cpuRead
 			v[model.ReceivedPackets] = float64(m.tried - m.unanswered)
 		}
 		if c.Workload != "ping" {
-			v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactions)
+			v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
 		}
 		if r := m.rtt; r != nil {
 			v[model.RTTMinUS], v[model.RTTAvgUS], v[model.RTTMaxUS], v[model.RTTMdevUS] = r.Min/1e3, r.Avg/1e3, r.Max/1e3, r.Mdev/1e3

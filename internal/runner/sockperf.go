@@ -13,7 +13,8 @@ import (
 // sockperfPort is where the sockperf server listens inside its endpoint.
 const sockperfPort = 11111
 
-// sockperfDriver runs sockperf ping-pong for request/response: a server
+// sockperfDriver runs sockperf ping-pong for request/response, over TCP
+// for tcp_rr and over UDP (sockperf's own default) for udp_rr: a server
 // that echoes every message, and one client run per sample that reports
 // full round-trip times.
 type sockperfDriver struct {
@@ -21,6 +22,8 @@ type sockperfDriver struct {
 	client *slot
 	target string
 	port   string
+	// proto is "--tcp", or empty for UDP.
+	proto []string
 }
 
 func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
@@ -28,12 +31,17 @@ func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
 			errEngineCannot, c.Params.RequestSize, c.Params.ResponseSize)
 	}
-	args := []string{"sockperf", "server", "--tcp", "-i", s.server.ep.Addr.String(), "-p", strconv.Itoa(sockperfPort)}
-	srv, target, err := startToolServer(ctx, s, args, sockperfPort)
+	var proto []string
+	listen := "udp"
+	if c.Workload == "tcp_rr" {
+		proto, listen = []string{"--tcp"}, "tcp"
+	}
+	args := append([]string{"sockperf", "server", "-i", s.server.ep.Addr.String(), "-p", strconv.Itoa(sockperfPort)}, proto...)
+	srv, target, err := startToolServer(ctx, s, args, listen, sockperfPort)
 	if err != nil {
 		return nil, err
 	}
-	return &sockperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port()))}, nil
+	return &sockperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto}, nil
 }
 
 func (d *sockperfDriver) stop() error {
@@ -43,8 +51,8 @@ func (d *sockperfDriver) stop() error {
 
 func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
 	secs := wholeSeconds(dur)
-	args := []string{"sockperf", "ping-pong", "--tcp", "-i", d.target, "-p", d.port,
-		"-t", strconv.Itoa(secs), "-m", strconv.Itoa(c.Params.RequestSize), "--full-rtt"}
+	args := append([]string{"sockperf", "ping-pong", "-i", d.target, "-p", d.port,
+		"-t", strconv.Itoa(secs), "-m", strconv.Itoa(c.Params.RequestSize), "--full-rtt"}, d.proto...)
 	p, err := d.client.start(args, nil)
 	if err != nil {
 		return exchange{}, err
@@ -62,5 +70,9 @@ func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Du
 			lat[q.Name] = v
 		}
 	}
-	return exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: lat}, nil
+	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: lat, cpuTransactions: r.AllTransactions}
+	if c.Workload == "udp_rr" {
+		x.more = &moreExchange{txPerS: float64(r.Transactions) / r.ValidTime.Seconds(), udp: true}
+	}
+	return x, nil
 }

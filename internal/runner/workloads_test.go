@@ -114,11 +114,12 @@ workloads:
 	}
 }
 
-// TestExternalEngines runs UDP through iperf3 and ping through iputils
-// ping next to the native engine, where they are installed.
+// TestExternalEngines runs UDP through iperf3, ping through iputils ping
+// and UDP request/response through sockperf next to the native engine,
+// where they are installed.
 func TestExternalEngines(t *testing.T) {
 	var engines []string
-	for _, e := range []string{"iperf3", "ping"} {
+	for _, e := range []string{"iperf3", "ping", "sockperf"} {
 		if err := EngineAvailable(e); err != nil {
 			t.Logf("skipping the %s engine: %v", e, err)
 			continue
@@ -126,8 +127,9 @@ func TestExternalEngines(t *testing.T) {
 		engines = append(engines, e)
 	}
 	if len(engines) == 0 {
-		t.Skip("neither iperf3 nor ping is installed")
+		t.Skip("none of iperf3, ping and sockperf is installed")
 	}
+	runs := map[string]string{"iperf3": "udp_stream", "ping": "ping", "sockperf": "udp_rr"}
 	cases := runScenarioText(t, `
 name: external
 duration: 1s
@@ -138,11 +140,12 @@ topologies: [chc]
 workloads:
   - {type: udp_stream, rate: 50mbit, msg_size: 1400}
   - {type: ping, count: 5, interval: 20ms}
+  - {type: udp_rr, request_size: 64, response_size: 64}
 engines: [native, `+strings.Join(engines, ", ")+`]
 `)
 	for _, c := range cases {
 		if c.Status == model.StatusSkipped {
-			if c.Engine == "native" || strings.HasPrefix(c.Workload, "udp") == (c.Engine == "iperf3") {
+			if c.Engine == "native" || runs[c.Engine] == c.Workload {
 				t.Errorf("%s skipped: %s", c.Key, c.Reason)
 			}
 			continue
@@ -162,6 +165,13 @@ engines: [native, `+strings.Join(engines, ", ")+`]
 		case "ping":
 			if v[model.SentPackets] != 5 || v[model.RTTAvgUS] <= 0 || v[model.LatencyP50US] <= 0 {
 				t.Errorf("%s: %.0f echoes, rtt avg %.1f us, p50 %.1f us", c.Key, v[model.SentPackets], v[model.RTTAvgUS], v[model.LatencyP50US])
+			}
+		case "udp_rr":
+			// A round trip through a bridge takes microseconds, not
+			// nothing and not a second; the rate is its inverse.
+			tps, mean := v[model.TransactionsPerS], v[model.LatencyMeanUS]
+			if !(mean > 1 && mean < 1e6 && v[model.LatencyP99US] >= v[model.LatencyP50US] && tps > 0.5e6/mean && tps < 2e6/mean) {
+				t.Errorf("%s: %.0f tx/s, mean %.1f us, p50 %.1f p99 %.1f", c.Key, tps, mean, v[model.LatencyP50US], v[model.LatencyP99US])
 			}
 		}
 	}

@@ -18,15 +18,19 @@ type SockperfPingPong struct {
 	// warm-up; Transactions completed in it.
 	ValidTime    time.Duration
 	Transactions int64
-	AvgRTTUS     float64
-	StddevUS     float64
-	MinUS, MaxUS float64
+	// AllTransactions completed in the whole run, warm-up included: the
+	// work the processes' CPU time paid for.
+	AllTransactions int64
+	AvgRTTUS        float64
+	StddevUS        float64
+	MinUS, MaxUS    float64
 	// PercentilesUS maps a percentile (50, 90, 99, 99.9, ...) to its RTT.
 	PercentilesUS map[float64]float64
 }
 
 var (
 	ansiEscape    = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+	totalRun      = regexp.MustCompile(`\[Total Run\] RunTime=[0-9.]+ sec; Warm up time=\d+ msec; SentMessages=\d+; ReceivedMessages=(\d+)`)
 	validDuration = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
 	avgRTT        = regexp.MustCompile(`avg-(?:rtt|latency)=([0-9.]+) \(std-dev=([0-9.]+)\)`)
 	percentile    = regexp.MustCompile(`---> percentile ([0-9.]+) =\s*([0-9.]+)`)
@@ -54,6 +58,9 @@ func ParseSockperfPingPong(out []byte) (SockperfPingPong, error) {
 			secs, _ := strconv.ParseFloat(m[1], 64)
 			r.ValidTime = seconds(secs)
 			r.Transactions, _ = strconv.ParseInt(m[3], 10, 64)
+		}
+		if m := totalRun.FindStringSubmatch(line); m != nil {
+			r.AllTransactions, _ = strconv.ParseInt(m[1], 10, 64)
 		}
 		if m := avgRTT.FindStringSubmatch(line); m != nil {
 			r.AvgRTTUS, _ = strconv.ParseFloat(m[1], 64)

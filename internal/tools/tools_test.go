@@ -70,7 +70,7 @@ func TestParseSockperfPingPong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Transactions != 173870 || r.ValidTime != 1550*time.Millisecond {
+	if r.Transactions != 173870 || r.AllTransactions != 225715 || r.ValidTime != 1550*time.Millisecond {
 		t.Errorf("%d transactions in %v", r.Transactions, r.ValidTime)
 	}
 	if r.AvgRTTUS != 8.856 || r.StddevUS != 12.976 || r.MinUS != 6.985 || r.MaxUS != 2762.873 {
@@ -81,6 +81,14 @@ func TestParseSockperfPingPong(t *testing.T) {
 	}
 	if _, err := ParseSockperfPingPong(read(t, "sockperf-tp-tcp.txt")); err == nil {
 		t.Error("throughput output accepted as ping-pong")
+	}
+	// Over UDP, sockperf's default, the summary reads the same.
+	u, err := ParseSockperfPingPong(read(t, "sockperf-pp-udp-64.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Transactions != 47715 || u.AllTransactions != 90759 || u.ValidTime != 550*time.Millisecond || u.AvgRTTUS != 11.464 {
+		t.Errorf("udp: %d transactions in %v, avg %v us", u.Transactions, u.ValidTime, u.AvgRTTUS)
 	}
 }
 
