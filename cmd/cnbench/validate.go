@@ -35,12 +35,12 @@ func newValidateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the native engine against iperf3, sockperf and the kernel's counters",
-		Long: `Validate runs tcp_stream and tcp_rr on each chosen mode with the native engine
-and with every external engine installed, and prints per mode: the
-native/iperf3 throughput ratio, the native/sockperf round-trip ratio, and
-each engine's received bytes over the TCP payload the receiver's
-interfaces counted. A disagreement beyond a threshold is flagged and makes
-validate exit 1. Needs root.
+		Long: `Validate runs tcp_stream, tcp_rr and udp_rr on each chosen mode with the
+native engine and with every external engine installed, and prints per
+mode: the native/iperf3 throughput ratio, the native/sockperf TCP and UDP
+round-trip ratios, and each engine's received bytes over the TCP payload
+the receiver's interfaces counted. A disagreement beyond a threshold is
+flagged and makes validate exit 1. Needs root.
 
 The engines measure one path, built once, and take turns sample by
 sample, so drift falls on both alike. The sender and the receiver are
@@ -61,6 +61,7 @@ ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 			}
 			doc := fmt.Sprintf("name: validate\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [%s]\ntopologies: [%s]\nplacement: [%s]\n"+
 				"workloads:\n  - {type: tcp_stream, flows: 1, msg_size: 128K}\n  - {type: tcp_rr, request_size: 64, response_size: 64}\n"+
+				"  - {type: udp_rr, request_size: 64, response_size: 64}\n"+
 				"engines: [native, iperf3, sockperf]\n", duration.Milliseconds(), samples, strings.Join(modes, ", "), topology, place)
 			spec, err := scenario.Parse("validate", []byte(doc), vocabulary())
 			if err != nil {

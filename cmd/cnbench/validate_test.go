@@ -37,21 +37,23 @@ func TestValidateFlagsWhatItCannotVouchFor(t *testing.T) {
 	}
 	rows := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
-		for _, what := range []string{"throughput native/iperf3", "mean round trip native/sockperf", "received bytes/wire payload, native", "received bytes/wire payload, iperf3"} {
+		for _, what := range []string{"throughput native/iperf3", "tcp mean round trip native/sockperf", "udp mean round trip native/sockperf", "received bytes/wire payload, native", "received bytes/wire payload, iperf3"} {
 			if strings.Contains(line, what) {
 				rows[what] = line
 			}
 		}
 	}
-	if len(rows) != 4 {
-		t.Fatalf("%d of 4 checks printed", len(rows))
+	if len(rows) != 5 {
+		t.Fatalf("%d of 5 checks printed", len(rows))
 	}
 	interval := regexp.MustCompile(`\[-?\d+\.\d{3}, \d+\.\d{3}\]`)
 	if r := rows["throughput native/iperf3"]; !strings.Contains(r, "DISAGREE") || !interval.MatchString(r) {
 		t.Errorf("throughput row not flagged with its interval: %s", r)
 	}
-	if r := rows["mean round trip native/sockperf"]; !interval.MatchString(r) {
-		t.Errorf("round-trip row without its interval: %s", r)
+	for _, what := range []string{"tcp mean round trip native/sockperf", "udp mean round trip native/sockperf"} {
+		if r := rows[what]; !interval.MatchString(r) {
+			t.Errorf("round-trip row without its interval: %s", r)
+		}
 	}
 	for _, e := range []string{"native", "iperf3"} {
 		if r := rows["received bytes/wire payload, "+e]; !strings.Contains(r, "agree") || strings.Contains(r, "DISAGREE") {

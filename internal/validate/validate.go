@@ -79,7 +79,8 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 			checks = append(checks, c)
 		}
 		pair("throughput native/iperf3", "Gbit/s", th.Throughput, "tcp_stream", model.ThroughputBPS, "iperf3", 1e-9)
-		pair("mean round trip native/sockperf", "us", th.Latency, "tcp_rr", model.LatencyMeanUS, "sockperf", 1)
+		pair("tcp mean round trip native/sockperf", "us", th.Latency, "tcp_rr", model.LatencyMeanUS, "sockperf", 1)
+		pair("udp mean round trip native/sockperf", "us", th.Latency, "udp_rr", model.LatencyMeanUS, "sockperf", 1)
 		for _, engine := range []string{"native", "iperf3"} {
 			r, why := med("tcp_stream", engine, model.AppWireRatio)
 			c := Check{Mode: k.mode, Topology: k.topo, What: "received bytes/wire payload, " + engine, A: r, B: 1, Unit: "ratio", Ratio: r, Limit: th.Wire, Missing: why}

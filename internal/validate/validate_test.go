@@ -29,7 +29,7 @@ func TestCompareFlagsDisagreement(t *testing.T) {
 	if tp.Ratio != 20.0/20.5 || !tp.OK() {
 		t.Errorf("throughput: ratio %v ok %v; the medians agree within 5%%", tp.Ratio, tp.OK())
 	}
-	lat := got["mean round trip native/sockperf"]
+	lat := got["tcp mean round trip native/sockperf"]
 	if lat.Ratio != 11.0/15 || lat.OK() {
 		t.Errorf("latency: ratio %v ok %v; 27%% apart must be flagged", lat.Ratio, lat.OK())
 	}
@@ -46,7 +46,7 @@ func TestCompareSaysWhatIsMissing(t *testing.T) {
 		skipped,
 	}}
 	for _, c := range Compare(res, DefaultThresholds) {
-		if c.What == "mean round trip native/sockperf" && c.Missing == "" {
+		if c.What == "tcp mean round trip native/sockperf" && c.Missing == "" {
 			t.Errorf("missing comparison not explained: %+v", c)
 		}
 	}
