@@ -6,6 +6,8 @@
 //   - CPU-seconds per GB, native / iperf3 (target <= 1.10)
 //   - tcp_rr mean round trip, native / sockperf ping-pong (target <= 1.10)
 //
+// The engines of a path take turns on it, sample by sample, with sender
+// and receiver pinned to a core each unless -placement says otherwise.
 // Run it as root on a quiet machine: go run ./bench/enginevs
 package main
 
@@ -43,14 +45,15 @@ func main() {
 	samples := flag.Int("samples", 5, "samples per case; ratios use their medians")
 	duration := flag.Duration("duration", 5*time.Second, "length of each sample (whole seconds: the tools need them)")
 	db := flag.String("db", "", "keep the results in this database (default: a temporary one)")
+	place := flag.String("placement", "different_cores", "where sender and receiver run, as in scenarios; none leaves it to the scheduler")
 	flag.Parse()
-	if err := run(*modes, *samples, *duration, *db); err != nil {
+	if err := run(*modes, *samples, *duration, *place, *db); err != nil {
 		fmt.Fprintln(os.Stderr, "enginevs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(modes string, samples int, duration time.Duration, db string) error {
+func run(modes string, samples int, duration time.Duration, place, db string) error {
 	if db == "" {
 		dir, err := os.MkdirTemp("", "cnb-bench-")
 		if err != nil {
@@ -67,11 +70,12 @@ warmup: 1s
 samples: %d
 modes: [%s]
 topologies: [chc]
+placement: [%s]
 workloads:
   - {type: tcp_stream, flows: 1, msg_size: 128K}
   - {type: tcp_rr, request_size: 64, response_size: 64}
 engines: [native, iperf3, sockperf]
-`, duration.Milliseconds(), samples, modes)
+`, duration.Milliseconds(), samples, modes, place)
 	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
 		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: runner.Workloads, Engines: runner.Engines,
 	})
