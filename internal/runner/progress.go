@@ -181,7 +181,16 @@ func (p *progress) phase(c *model.Case, what string) {
 }
 
 func (p *progress) sample(c *model.Case, i int) {
-	p.step(c, fmt.Sprintf("sample %d/%d", i+1, c.Params.Samples))
+	p.step(c, "sample "+sampleOf(c, i))
+}
+
+// sampleOf numbers sample i of the case: of a fixed count, or of the
+// most a target interval allows.
+func sampleOf(c *model.Case, i int) string {
+	if c.Params.TargetCIPct > 0 {
+		return fmt.Sprintf("%d (of %d at most, until within %g%%)", i+1, c.Params.MaxSamples, c.Params.TargetCIPct)
+	}
+	return fmt.Sprintf("%d/%d", i+1, c.Params.Samples)
 }
 
 func (p *progress) sampleDone(c *model.Case, s model.Sample) {
@@ -190,7 +199,7 @@ func (p *progress) sampleDone(c *model.Case, s model.Sample) {
 	}
 	if result := sampleResult(c, s); result != "" {
 		if p.live {
-			p.step(c, fmt.Sprintf("sample %d/%d: %s", s.Index+1, c.Params.Samples, result))
+			p.step(c, fmt.Sprintf("sample %s: %s", sampleOf(c, s.Index), result))
 			return
 		}
 		p.step(c, "  "+result)
