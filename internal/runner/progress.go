@@ -213,10 +213,16 @@ func sampleResult(c *model.Case, s model.Sample) string {
 	if !ok {
 		return ""
 	}
-	if m == model.ThroughputBPS {
+	switch m {
+	case model.ThroughputBPS, model.MaxRateBPS:
 		return fmt.Sprintf("%.2f Gbit/s", v/1e9)
+	case model.RTTAvgUS:
+		return fmt.Sprintf("rtt avg %.1f us", v)
+	case model.ConnectionsPerS:
+		return fmt.Sprintf("%.0f connections/s, p99 %.1f us", v, s.Values[model.LatencyP99US])
+	default:
+		return fmt.Sprintf("%.0f tx/s, p99 %.1f us", v, s.Values[model.LatencyP99US])
 	}
-	return fmt.Sprintf("%.0f tx/s, p99 %.1f us", v, s.Values[model.LatencyP99US])
 }
 
 func (p *progress) endCase(c *model.Case, status model.Status, reason string) {

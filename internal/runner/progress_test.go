@@ -117,3 +117,22 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestSampleResultSpeaksEachWorkloadsUnit(t *testing.T) {
+	for _, tc := range []struct {
+		workload string
+		values   map[string]float64
+		want     string
+	}{
+		{"tcp_stream", map[string]float64{model.ThroughputBPS: 21.5e9}, "21.50 Gbit/s"},
+		{"udp_max_rate", map[string]float64{model.MaxRateBPS: 2.58e9}, "2.58 Gbit/s"},
+		{"ping", map[string]float64{model.RTTAvgUS: 54.2}, "rtt avg 54.2 us"},
+		{"tcp_crr", map[string]float64{model.ConnectionsPerS: 9000, model.LatencyP99US: 300}, "9000 connections/s, p99 300.0 us"},
+		{"udp_rr", map[string]float64{model.TransactionsPerS: 40000, model.LatencyP99US: 51.5}, "40000 tx/s, p99 51.5 us"},
+	} {
+		c := &model.Case{Workload: tc.workload}
+		if got := sampleResult(c, model.Sample{Values: tc.values}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.workload, got, tc.want)
+		}
+	}
+}
