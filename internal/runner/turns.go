@@ -161,13 +161,12 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 // endTurns stops every engine and removes the path; a failure to do so
 // is each affected case's.
 func (r *Runner) endTurns(turns []*turn, pl placed) {
-	var closeErr error
 	for _, t := range turns {
 		if t.drv != nil {
 			t.err = errors.Join(t.err, t.drv.stop())
 		}
 	}
-	closeErr = pl.close()
+	closeErr := pl.close()
 	if closeErr == nil {
 		return
 	}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"math"
 	"slices"
 	"strings"
@@ -9,26 +8,13 @@ import (
 
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
-	"cnbench/internal/scenario"
 )
 
 // runScenarioText runs a scenario given as YAML and returns its cases.
 func runScenarioText(t *testing.T, doc string) []model.CaseResult {
 	t.Helper()
 	r, st := newTestRunner(t)
-	spec, err := scenario.Parse("test.yaml", []byte(doc), vocab())
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := r.Run(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Cases
+	return runDoc(t, r, st, "test.yaml", doc).Cases
 }
 
 // measured returns the case's only sample's values, failing the test
