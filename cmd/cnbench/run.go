@@ -150,10 +150,19 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	if f.order != runner.OrderShuffled && f.order != runner.OrderSequential {
 		return nil, usageError(fmt.Errorf("--order: expected %s or %s, got %q", runner.OrderShuffled, runner.OrderSequential, f.order))
 	}
-	if f.targetCI < 0 || f.targetCI > 100 || f.maxSamples < 1 || f.maxSamples > 1000 {
-		return nil, usageError(errors.New("--target-ci must be within 0..100 and --max-samples within 1..1000"))
+	if err := checkSampling(f.targetCI, f.maxSamples, 1); err != nil {
+		return nil, err
 	}
 	return spec, nil
+}
+
+// checkSampling checks --target-ci and --max-samples, the latter against
+// the fewest samples a case takes.
+func checkSampling(targetCI float64, maxSamples, fewest int) error {
+	if targetCI < 0 || targetCI > 100 || maxSamples < fewest || maxSamples > 1000 {
+		return usageError(fmt.Errorf("--target-ci must be within 0..100 and --max-samples within %d..1000", fewest))
+	}
+	return nil
 }
 
 // loadScenario reads a scenario file, or a built-in suite when no such

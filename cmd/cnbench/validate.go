@@ -83,8 +83,8 @@ ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 				return err
 			}
 			defer st.Close()
-			if targetCI < 0 || targetCI > 100 || maxSamples < samples {
-				return usageError(errors.New("--target-ci must be within 0..100 and --max-samples at least --samples"))
+			if err := checkSampling(targetCI, maxSamples, samples); err != nil {
+				return err
 			}
 			opts := runner.Options{TargetCIPct: targetCI, MaxSamples: maxSamples}
 			if !quiet {

@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"slices"
 	"time"
 
 	"cnbench/internal/cleanup"
@@ -159,33 +158,25 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 	return cases
 }
 
-// execute runs cases[i] for each i in order, those of one path in turns
-// (turns.go), going on from the primary metric values in prior[i] (the
-// samples a resumed case already has; prior may be nil), and stores how
-// the run ended.
+// execute runs cases[i] for each i in order, those of one path together
+// in turns (turns.go), going on from the primary metric values in
+// prior[i] (the samples a resumed case already has; prior may be nil),
+// and stores how the run ended.
 func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]float64) error {
 	var runErr error
 	for _, g := range r.inTurns(cases, order) {
 		if ctx.Err() != nil {
 			break
 		}
+		cs := make([]*model.Case, len(g))
 		done := make([][]float64, len(g))
-		if prior != nil {
-			for k, i := range g {
+		for k, i := range g {
+			cs[k] = &cases[i]
+			if prior != nil {
 				done[k] = prior[i]
 			}
 		}
-		var err error
-		if len(g) == 1 {
-			err = r.runCase(ctx, &cases[g[0]], done[0])
-		} else {
-			cs := make([]*model.Case, len(g))
-			for k, i := range g {
-				cs[k] = &cases[i]
-			}
-			err = r.runTurns(ctx, cs, done)
-		}
-		if err != nil {
+		if err := r.runTurns(ctx, cs, done); err != nil {
 			// Errors that are not the case's own (the store failing) end the run.
 			runErr = err
 			break
@@ -206,14 +197,6 @@ func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, ca
 		runErr = ctx.Err()
 	}
 	return runErr
-}
-
-// runCase measures one case and records its outcome. Only store failures
-// are returned; a case that cannot be built or measured is recorded as
-// skipped or failed and the run goes on.
-func (r *Runner) runCase(ctx context.Context, c *model.Case, prior []float64) error {
-	r.prog.startCase(c)
-	return r.recordOutcome(ctx, c, r.measureCase(ctx, c, prior))
 }
 
 // recordOutcome stores how measuring c ended, err being what ended it.
@@ -243,66 +226,51 @@ type storeError struct{ err error }
 
 func (e *storeError) Error() string { return e.err.Error() }
 
-// measureCase takes the samples c lacks; prior holds the primary metric
-// of those it has, in order, and the next sample's index is len(prior).
-func (r *Runner) measureCase(ctx context.Context, c *model.Case, prior []float64) (err error) {
-	pl, err := r.buildPath(ctx, c, func() error { return engineSupports(c.Engine, c.Workload) }, []string{c.Engine})
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, pl.close()) }()
-	drv, err := drivers[c.Engine](ctx, pl.setup(r, c.Engine), *c)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, drv.stop()) }()
-	if err := r.warmUp(ctx, drv, pl, c); err != nil {
-		return err
-	}
-	primary := slices.Clone(prior)
-	for {
-		more, err := r.takeSample(ctx, drv, pl, c, &primary)
-		if err != nil || !more {
-			return err
-		}
-	}
+// pathPlan is what building a case's path takes, once the machine is
+// known to be able to build it.
+type pathPlan struct {
+	mode                     mode.Descriptor
+	senderCPUs, receiverCPUs []int
+	opts                     topo.Options
 }
 
-// buildPath builds and places what a case measures, pinned as its
-// placement says, after checking the mode, then the engines (check). A
-// Publisher mode publishes the ports of every engine in engines.
-func (r *Runner) buildPath(ctx context.Context, c *model.Case, check func() error, engines []string) (placed, error) {
+// planPath checks that the case's mode can be built in its topology and
+// resolves its placement and host controls.
+func planPath(c *model.Case) (pathPlan, error) {
 	d, ok := mode.Lookup(c.Mode)
 	if !ok {
-		return placed{}, fmt.Errorf("unknown mode %q", c.Mode)
+		return pathPlan{}, fmt.Errorf("unknown mode %q", c.Mode)
 	}
 	if err := d.Check(c.Topology); err != nil && !(onCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
-		return placed{}, err
+		return pathPlan{}, err
 	}
-	senderCPUs, receiverCPUs, err := pinning(c.Params)
+	sender, receiver, err := pinning(c.Params)
 	if err != nil {
-		return placed{}, err
-	}
-	if err := check(); err != nil {
-		return placed{}, err
+		return pathPlan{}, err
 	}
 	opts, err := topoOptions(c.Params)
 	if err != nil {
-		return placed{}, err
+		return pathPlan{}, err
 	}
-	var pl placed
+	return pathPlan{mode: d, senderCPUs: sender, receiverCPUs: receiver, opts: opts}, nil
+}
+
+// buildPath builds and places what a case measures, pinned as its
+// placement says. A Publisher mode publishes the ports of every engine in
+// engines.
+func (r *Runner) buildPath(ctx context.Context, c *model.Case, plan pathPlan, engines []string) (pl placed, err error) {
 	switch {
 	case onCluster(c):
-		pl, err = r.placeOnCluster(ctx, c, d, opts)
+		pl, err = r.placeOnCluster(ctx, c, plan.mode, plan.opts)
 	case r.onAgents(c.Topology):
-		pl, err = r.placeOnAgents(ctx, c, d, opts)
+		pl, err = r.placeOnAgents(ctx, c, plan.mode, plan.opts)
 	default:
-		pl, err = r.placeLocal(c, d, opts, engines)
+		pl, err = r.placeLocal(c, plan.mode, plan.opts, engines)
 	}
 	if err != nil {
 		return placed{}, err
 	}
-	pl.server.cpus, pl.client.cpus = receiverCPUs, senderCPUs
+	pl.server.cpus, pl.client.cpus = plan.receiverCPUs, plan.senderCPUs
 	return pl, nil
 }
 

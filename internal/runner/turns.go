@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,9 @@ import (
 	"cnbench/internal/model"
 )
 
-// Cases that differ only in their engine measure one path, built once,
-// and take their samples in turns: A B, then B A, and so on. Whatever
+// Every case is measured here, alone or with the cases that differ from
+// it only in their engine: those measure one path, built once, and take
+// their samples in turns: A B, then B A, and so on. Whatever
 // drifts during a run (other load, the clock of the CPUs, where the
 // scheduler put the threads) then falls on every engine alike, and a
 // comparison between engines is one of the same veths, bridges and
@@ -84,32 +86,26 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 	for i, t := range turns {
 		engines[i] = t.c.Engine
 	}
-	// The path is built if at least one engine can run the workload;
-	// the others are skipped with their own reason.
-	cannot := make([]error, len(turns))
+	// The mode's reason comes first; then the path is built if at least
+	// one engine can run the workload, the others being skipped with
+	// their own reason.
+	plan, err := planPath(lead)
 	anyCan := false
-	for i, t := range turns {
-		cannot[i] = engineSupports(t.c.Engine, t.c.Workload)
-		anyCan = anyCan || cannot[i] == nil
-	}
-	errNoEngine := errors.New("no engine can run the workload")
-	pl, err := r.buildPath(ctx, lead, func() error {
-		if !anyCan {
-			return errNoEngine
-		}
-		return nil
-	}, engines)
-	for i, t := range turns {
-		switch {
-		case errors.Is(err, errNoEngine):
-			t.err = cannot[i]
-		case err != nil:
-			t.err = err
-		default:
-			t.err = cannot[i]
+	for _, t := range turns {
+		t.err = err
+		if err == nil {
+			t.err = engineSupports(t.c.Engine, t.c.Workload)
+			anyCan = anyCan || t.err == nil
 		}
 	}
+	if !anyCan {
+		return
+	}
+	pl, err := r.buildPath(ctx, lead, plan, engines)
 	if err != nil {
+		for _, t := range turns {
+			t.err = cmp.Or(t.err, err)
+		}
 		return
 	}
 	var live []*turn

@@ -60,21 +60,22 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 	}
 	var checks []Check
 	for _, k := range keys {
-		med := func(workload, engine, metric string) (float64, string) {
-			return median(res, k.mode, k.topo, workload, engine, metric)
+		got := func(workload, engine, metric string) ([]float64, string) {
+			return measured(res, k.mode, k.topo, workload, engine, metric)
 		}
 		pair := func(what, unit string, limit float64, workload, metric, engineB string, scale float64) {
-			a, whyA := med(workload, "native", metric)
-			b, whyB := med(workload, engineB, metric)
-			low, high := pairedInterval(values(res, k.mode, k.topo, workload, "native", metric), values(res, k.mode, k.topo, workload, engineB, metric))
-			c := Check{Mode: k.mode, Topology: k.topo, What: what, A: a * scale, B: b * scale, Unit: unit, Limit: limit, Low: low, High: high}
+			xa, whyA := got(workload, "native", metric)
+			xb, whyB := got(workload, engineB, metric)
+			c := Check{Mode: k.mode, Topology: k.topo, What: what, Unit: unit, Limit: limit}
 			switch {
 			case whyA != "":
 				c.Missing = whyA
 			case whyB != "":
 				c.Missing = whyB
 			default:
-				c.Ratio = a / b
+				a, b := Median(slices.Clone(xa)), Median(slices.Clone(xb))
+				c.A, c.B, c.Ratio = a*scale, b*scale, a/b
+				c.Low, c.High = pairedInterval(xa, xb)
 			}
 			checks = append(checks, c)
 		}
@@ -82,54 +83,40 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 		pair("tcp mean round trip native/sockperf", "us", th.Latency, "tcp_rr", model.LatencyMeanUS, "sockperf", 1)
 		pair("udp mean round trip native/sockperf", "us", th.Latency, "udp_rr", model.LatencyMeanUS, "sockperf", 1)
 		for _, engine := range []string{"native", "iperf3"} {
-			r, why := med("tcp_stream", engine, model.AppWireRatio)
-			c := Check{Mode: k.mode, Topology: k.topo, What: "received bytes/wire payload, " + engine, A: r, B: 1, Unit: "ratio", Ratio: r, Limit: th.Wire, Missing: why}
+			c := Check{Mode: k.mode, Topology: k.topo, What: "received bytes/wire payload, " + engine, B: 1, Unit: "ratio", Limit: th.Wire}
+			xs, why := got("tcp_stream", engine, model.AppWireRatio)
+			if c.Missing = why; why == "" {
+				c.A = Median(xs)
+				c.Ratio = c.A
+			}
 			checks = append(checks, c)
 		}
 	}
 	return checks
 }
 
-// median of a metric over the samples of the matching case, or why there
-// is none.
-func median(res *model.RunResult, mode, topo, workload, engine, metric string) (float64, string) {
-	c := find(res, mode, topo, workload, engine)
-	if c == nil {
-		return 0, fmt.Sprintf("%s %s: not run", engine, workload)
-	}
-	if c.Status != model.StatusOK {
-		return 0, fmt.Sprintf("%s %s: %s %s", engine, workload, c.Status, c.Reason)
-	}
-	xs := values(res, mode, topo, workload, engine, metric)
-	if len(xs) == 0 {
-		return 0, fmt.Sprintf("%s %s: no %s measured", engine, workload, metric)
-	}
-	return Median(slices.Clone(xs)), ""
-}
-
-func find(res *model.RunResult, mode, topo, workload, engine string) *model.CaseResult {
-	for i, c := range res.Cases {
-		if c.Mode == mode && c.Topology == topo && c.Workload == workload && c.Engine == engine {
-			return &res.Cases[i]
+// measured is a metric's values over the samples of the matching case, in
+// sample order, or why there are none.
+func measured(res *model.RunResult, mode, topo, workload, engine, metric string) ([]float64, string) {
+	for _, c := range res.Cases {
+		if c.Mode != mode || c.Topology != topo || c.Workload != workload || c.Engine != engine {
+			continue
 		}
-	}
-	return nil
-}
-
-// values are a metric's values in sample order; nil if the case did not
-// run.
-func values(res *model.RunResult, mode, topo, workload, engine, metric string) []float64 {
-	c := find(res, mode, topo, workload, engine)
-	if c == nil || c.Status != model.StatusOK {
-		return nil
-	}
-	var xs []float64
-	for _, s := range c.Samples {
-		if v, ok := s.Values[metric]; ok {
-			xs = append(xs, v)
+		if c.Status != model.StatusOK {
+			return nil, fmt.Sprintf("%s %s: %s %s", engine, workload, c.Status, c.Reason)
 		}
+		var xs []float64
+		for _, s := range c.Samples {
+			if v, ok := s.Values[metric]; ok {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 {
+			return nil, fmt.Sprintf("%s %s: no %s measured", engine, workload, metric)
+		}
+		return xs, ""
 	}
-	return xs
+	return nil, fmt.Sprintf("%s %s: not run", engine, workload)
 }
 
 // pairedInterval is the 95% confidence interval of a[i]/b[i] over the
