@@ -48,8 +48,7 @@ type runFlags struct {
 	quiet            bool
 	order            string
 	seed             int64
-	targetCI         float64
-	maxSamples       int
+	sampling         samplingFlags
 	resume           int64
 	quick            bool
 }
@@ -101,8 +100,9 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress")
 	fl.StringVar(&f.order, "order", runner.OrderShuffled, "order of the cases: shuffled (seed recorded) or sequential")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled order, to repeat one (0 picks one)")
-	fl.Float64Var(&f.targetCI, "target-ci", 0, "keep sampling each case until its 95% confidence interval is within PCT % of the mean")
-	fl.IntVar(&f.maxSamples, "max-samples", 30, "most samples per case with --target-ci")
+	f.sampling.add(fl, samplingFlags{maxSamples: 30},
+		"keep sampling each case until its 95% confidence interval is within PCT % of the mean",
+		"most samples per case with --target-ci")
 	fl.Int64Var(&f.resume, "resume", 0, "continue run `RUN` (interrupted or killed) from its first missing sample")
 	fl.BoolVar(&f.quick, "quick", false, "run the scenario's quick form: 300ms samples, 2 per case, each sweep cut to its first, middle and last point; the run's scenario is named NAME-quick (--duration, --warmup, --samples still win)")
 	return cmd
@@ -150,19 +150,10 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	if f.order != runner.OrderShuffled && f.order != runner.OrderSequential {
 		return nil, usageError(fmt.Errorf("--order: expected %s or %s, got %q", runner.OrderShuffled, runner.OrderSequential, f.order))
 	}
-	if err := checkSampling(f.targetCI, f.maxSamples, 1); err != nil {
+	if err := f.sampling.check(1); err != nil {
 		return nil, err
 	}
 	return spec, nil
-}
-
-// checkSampling checks --target-ci and --max-samples, the latter against
-// the fewest samples a case takes.
-func checkSampling(targetCI float64, maxSamples, fewest int) error {
-	if targetCI < 0 || targetCI > 100 || maxSamples < fewest || maxSamples > 1000 {
-		return usageError(fmt.Errorf("--target-ci must be within 0..100 and --max-samples within %d..1000", fewest))
-	}
-	return nil
 }
 
 // loadScenario reads a scenario file, or a built-in suite when no such
@@ -203,7 +194,8 @@ func runScenario(cmd *cobra.Command, spec *scenario.Spec, f runFlags) error {
 		return err
 	}
 	defer st.Close()
-	opts := runner.Options{Order: f.order, Seed: f.seed, TargetCIPct: f.targetCI, MaxSamples: f.maxSamples}
+	opts := runner.Options{Order: f.order, Seed: f.seed}
+	f.sampling.apply(&opts)
 	if !f.quiet {
 		opts.Progress = cmd.ErrOrStderr()
 	}

@@ -21,16 +21,15 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var (
-		modes      []string
-		topology   string
-		samples    int
-		targetCI   float64
-		maxSamples int
-		place      string
-		duration   time.Duration
-		db         string
-		th         = validate.DefaultThresholds
-		quiet      bool
+		modes    []string
+		topology string
+		samples  int
+		sampling samplingFlags
+		place    string
+		duration time.Duration
+		db       string
+		th       = validate.DefaultThresholds
+		quiet    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "validate",
@@ -83,10 +82,11 @@ ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 				return err
 			}
 			defer st.Close()
-			if err := checkSampling(targetCI, maxSamples, samples); err != nil {
+			if err := sampling.check(samples); err != nil {
 				return err
 			}
-			opts := runner.Options{TargetCIPct: targetCI, MaxSamples: maxSamples}
+			var opts runner.Options
+			sampling.apply(&opts)
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
 			}
@@ -116,8 +116,9 @@ ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
 	fl.IntVar(&samples, "samples", 3, "fewest samples per engine and workload; ratios use medians")
-	fl.Float64Var(&targetCI, "target-ci", 2, "sample each case until its 95% confidence interval is within PCT % of the mean (0: just --samples)")
-	fl.IntVar(&maxSamples, "max-samples", 10, "most samples per engine and workload")
+	sampling.add(fl, samplingFlags{targetCI: 2, maxSamples: 10, maxSteal: 2},
+		"sample each case until its 95% confidence interval is within PCT % of the mean (0: just --samples)",
+		"most samples per engine and workload")
 	fl.StringVar(&place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")
 	fl.DurationVar(&duration, "duration", 2*time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
 	fl.StringVar(&db, "db", "", "keep the validation run in this database (default: a temporary one)")

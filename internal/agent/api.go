@@ -153,8 +153,11 @@ type UsageResponse struct {
 	UserNS   int64 `json:"user_ns"`
 	SystemNS int64 `json:"system_ns"`
 	// SoftirqNS is the machine's softirq time, which no cgroup is charged.
-	SoftirqNS int64  `json:"softirq_ns"`
-	Links     []Link `json:"links"`
+	SoftirqNS int64 `json:"softirq_ns"`
+	// StealNS is the time the machine's hypervisor ran someone else on
+	// its CPUs.
+	StealNS int64  `json:"steal_ns"`
+	Links   []Link `json:"links"`
 }
 
 // Link is one interface of an endpoint's namespace with its counters.

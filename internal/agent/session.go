@@ -364,7 +364,7 @@ func (s *session) usage(req UsageRequest) (UsageResponse, error) {
 	if err != nil {
 		return UsageResponse{}, err
 	}
-	soft, err := cpu.Softirq()
+	machine, err := cpu.ReadMachine()
 	if err != nil {
 		return UsageResponse{}, err
 	}
@@ -382,7 +382,7 @@ func (s *session) usage(req UsageRequest) (UsageResponse, error) {
 	if err != nil {
 		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.Name, err)
 	}
-	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: soft.Nanoseconds()}
+	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds()}
 	for _, l := range links {
 		st := l.Attrs().Statistics
 		if st == nil {

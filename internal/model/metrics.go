@@ -13,6 +13,7 @@ const (
 	CPUSenderPct     = "cpu_sender_pct"
 	CPUReceiverPct   = "cpu_receiver_pct"
 	CPUSoftirqPct    = "cpu_softirq_pct"
+	CPUStealPct      = "cpu_steal_pct" // what the hypervisor ran elsewhere
 	CPUSPerGB        = "cpu_s_per_gb"
 	CPUUSPerTx       = "cpu_us_per_tx"
 	SentBytes        = "sent_bytes"
@@ -79,6 +80,7 @@ var Metrics = map[string]MetricInfo{
 	CPUSenderPct:     {"% of one core", false},
 	CPUReceiverPct:   {"% of one core", false},
 	CPUSoftirqPct:    {"% of one core", false},
+	CPUStealPct:      {"% of one core", false},
 	CPUSPerGB:        {"s/GB", false},
 	CPUUSPerTx:       {"us", false},
 	SentBytes:        {"B", true},

@@ -87,6 +87,12 @@ type Params struct {
 	TargetCIPct float64 `json:"target_ci_pct,omitempty"`
 	MaxSamples  int     `json:"max_samples,omitempty"`
 	StoppedBy   string  `json:"stopped_by,omitempty"`
+	// With MaxStealPct, a sample during which the hypervisor took more
+	// than this much CPU time (in % of one core) from the machine is
+	// taken again, as often as the case has samples to take; Retaken
+	// counts the samples so dropped.
+	MaxStealPct float64 `json:"max_steal_pct,omitempty"`
+	Retaken     int     `json:"retaken,omitempty"`
 }
 
 // Comparable is p without what only one mode records, such as the OVS

@@ -168,7 +168,7 @@ func overheadPct(host, x float64, higherIsBetter bool) float64 {
 var metricOrder = []string{
 	model.ThroughputBPS, model.TransactionsPerS,
 	model.LatencyP50US, model.LatencyP90US, model.LatencyP99US, model.LatencyP999US, model.LatencyMeanUS,
-	model.CPUSenderPct, model.CPUReceiverPct, model.CPUSoftirqPct, model.CPUSPerGB, model.CPUUSPerTx,
+	model.CPUSenderPct, model.CPUReceiverPct, model.CPUSoftirqPct, model.CPUStealPct, model.CPUSPerGB, model.CPUUSPerTx,
 	model.SentBytes, model.ReceivedBytes, model.Retransmits,
 	model.MaxRateBPS, model.ConnectionsPerS, model.ThroughputPerEndpointBPS, model.FairnessJain,
 	model.LossPct, model.JitterUS, model.OutOfOrder, model.SentPackets, model.ReceivedPackets, model.Trials,

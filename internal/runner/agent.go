@@ -185,8 +185,8 @@ func (a *agentSlot) startEngine() (*nativeEngine, error) {
 }
 
 // readAgentCPU is readCPU for slots on agents: one reading of each side's
-// cgroup, counters and machine softirq time. Two agents on one machine
-// report its softirq time once.
+// cgroup, counters and machine softirq and steal time. Two agents on one
+// machine report its time once.
 func readAgentCPU(server, client *slot) (cpuReading, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -198,9 +198,10 @@ func readAgentCPU(server, client *slot) (cpuReading, error) {
 	}
 	r.server = cpu.Usage{User: time.Duration(su.UserNS), System: time.Duration(su.SystemNS)}
 	r.client = cpu.Usage{User: time.Duration(cu.UserNS), System: time.Duration(cu.SystemNS)}
-	r.softirq = time.Duration(su.SoftirqNS)
+	r.machine = cpu.Machine{Softirq: time.Duration(su.SoftirqNS), Steal: time.Duration(su.StealNS)}
 	if !strings.EqualFold(server.agent.sess.Info.Hostname, client.agent.sess.Info.Hostname) {
-		r.softirq += time.Duration(cu.SoftirqNS)
+		r.machine.Softirq += time.Duration(cu.SoftirqNS)
+		r.machine.Steal += time.Duration(cu.StealNS)
 	}
 	for _, l := range su.Links {
 		if !countsLinkKind(l.Type, l.Enslaved) {

@@ -133,7 +133,7 @@ func readGroupCPU(g *group) (cpuReading, error) {
 	}
 	r.server, r.client = sum(g.servers), sum(g.clients)
 	var err error
-	r.softirq, err = cpu.Softirq()
+	r.machine, err = cpu.ReadMachine()
 	errs = append(errs, err)
 	// Endpoints of the host mode share their host's namespace; its
 	// counters count once.

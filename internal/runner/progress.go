@@ -193,6 +193,10 @@ func sampleOf(c *model.Case, i int) string {
 	return fmt.Sprintf("%d/%d", i+1, c.Params.Samples)
 }
 
+func (p *progress) retake(c *model.Case, i int, stealPct float64) {
+	p.step(c, fmt.Sprintf("sample %s: the hypervisor took %.1f%% of a core (over %g%%); taking it again", sampleOf(c, i), stealPct, c.Params.MaxStealPct))
+}
+
 func (p *progress) sampleDone(c *model.Case, s model.Sample) {
 	if p == nil {
 		return

@@ -47,6 +47,12 @@ type Options struct {
 	// percentage of the mean, or MaxSamples are taken.
 	TargetCIPct float64
 	MaxSamples  int
+	// MaxStealPct, when positive, takes again a sample during which the
+	// hypervisor took more than this much CPU (in % of one core) from
+	// the machine: such a sample measures a neighbour's load as much as
+	// the network. Each case retakes at most as many samples as it may
+	// take, and keeps the last one if all were disturbed.
+	MaxStealPct float64
 }
 
 // Orders of cases.
@@ -154,6 +160,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
 			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
 		}
+		cases[i].Params.MaxStealPct = r.opts.MaxStealPct
 	}
 	return cases
 }
@@ -304,9 +311,24 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 		return false, ctx.Err()
 	}
 	r.prog.sample(c, i)
-	s, err := measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
-	if err != nil {
-		return false, fmt.Errorf("sample %d: %w", i+1, err)
+	var s model.Sample
+	for {
+		var err error
+		s, err = measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+		if err != nil {
+			return false, fmt.Errorf("sample %d: %w", i+1, err)
+		}
+		if !disturbed(c.Params, s) {
+			break
+		}
+		c.Params.Retaken++
+		if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+			return false, &storeError{err}
+		}
+		r.prog.retake(c, i, s.Values[model.CPUStealPct])
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
 	}
 	s.Index = i
 	if err := r.store.AddSample(c.ID, s); err != nil {
@@ -404,6 +426,14 @@ func (r *Runner) order(n int, seed int64) []int {
 
 // enoughSamples decides, before sample n, whether a case has been sampled
 // enough, and why when a target interval was set.
+// disturbed reports whether a sample is to be taken again because the
+// hypervisor took more CPU during it than the case tolerates. A case
+// drops at most as many samples as it may take, so it ends after twice
+// its samples at most.
+func disturbed(p model.Params, s model.Sample) bool {
+	return p.MaxStealPct > 0 && s.Values[model.CPUStealPct] > p.MaxStealPct && p.Retaken < max(p.Samples, p.MaxSamples)
+}
+
 func enoughSamples(p model.Params, n int, primary []float64) (bool, string) {
 	if p.TargetCIPct <= 0 {
 		return n >= p.Samples, ""

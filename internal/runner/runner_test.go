@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -167,6 +168,9 @@ workloads: [tcp_stream, tcp_rr]
 			}
 			if v[model.CPUSenderPct] <= 0 || v[model.CPUReceiverPct] <= 0 {
 				t.Errorf("%s: cpu sender %.1f%% receiver %.1f%%", c.Key, v[model.CPUSenderPct], v[model.CPUReceiverPct])
+			}
+			if steal, ok := v[model.CPUStealPct]; !ok || steal < 0 || steal > 100*float64(runtime.NumCPU()) {
+				t.Errorf("%s: cpu steal %v (recorded %v)", c.Key, steal, ok)
 			}
 			if v[model.CPUSenderPct] > 100*float64(len(c.Samples)+4) {
 				t.Errorf("%s: cpu sender %.1f%% is more than the machine has", c.Key, v[model.CPUSenderPct])
@@ -365,5 +369,29 @@ func TestEnoughSamples(t *testing.T) {
 	}
 	if stop, why := enoughSamples(target, 6, append(loose, 130)); !stop || why != "max_samples" {
 		t.Errorf("at the maximum: stop %v why %q", stop, why)
+	}
+}
+
+func TestDisturbedSamplesAreRetakenWithinBounds(t *testing.T) {
+	stolen := func(pct float64) model.Sample {
+		return model.Sample{Values: map[string]float64{model.CPUStealPct: pct}}
+	}
+	p := model.Params{Samples: 3, MaxStealPct: 2}
+	if disturbed(p, stolen(2)) {
+		t.Error("a sample at the limit was retaken")
+	}
+	if !disturbed(p, stolen(2.5)) {
+		t.Error("a sample over the limit was kept")
+	}
+	if disturbed(model.Params{Samples: 3}, stolen(50)) {
+		t.Error("retaken without a limit set")
+	}
+	p.Retaken = 3
+	if disturbed(p, stolen(50)) {
+		t.Error("a fixed count of 3 retook a fourth sample")
+	}
+	p.TargetCIPct, p.MaxSamples = 1, 10
+	if !disturbed(p, stolen(50)) {
+		t.Error("a case that may take 10 samples stopped retaking after 3")
 	}
 }

@@ -12,11 +12,12 @@ import (
 	"cnbench/internal/model"
 )
 
-// cpuReading is the CPU time of both sides and of softirq at one moment.
+// cpuReading is the CPU time of both sides and of the machine at one
+// moment.
 type cpuReading struct {
 	at             time.Time
 	server, client cpu.Usage
-	softirq        time.Duration
+	machine        cpu.Machine
 	// wire is the server namespace's interface counters.
 	wire linkCounters
 	// udp is the server namespaces' UDP counters.
@@ -34,7 +35,7 @@ func readCPU(server, client *slot) (cpuReading, error) {
 	var err1, err2, err3, err4 error
 	r.server, err1 = server.usage()
 	r.client, err2 = client.usage()
-	r.softirq, err3 = cpu.Softirq()
+	r.machine, err3 = cpu.ReadMachine()
 	r.wire, err4 = server.counters()
 	return r, errors.Join(err1, err2, err3, err4)
 }
@@ -71,8 +72,10 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sampl
 	v := map[string]float64{
 		model.CPUSenderPct:   100 * clientCPU.Seconds() / wall.Seconds(),
 		model.CPUReceiverPct: 100 * serverCPU.Seconds() / wall.Seconds(),
-		model.CPUSoftirqPct:  100 * (after.softirq - before.softirq).Seconds() / wall.Seconds(),
 	}
+	machine := after.machine.Sub(before.machine)
+	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / wall.Seconds()
+	v[model.CPUStealPct] = 100 * machine.Steal.Seconds() / wall.Seconds()
 	if x.retransmitsKnown {
 		v[model.Retransmits] = float64(x.retransmits)
 	}

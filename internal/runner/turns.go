@@ -24,7 +24,7 @@ import (
 // its engine and what its own sampling recorded.
 func pathKey(c *model.Case) string {
 	p := c.Params
-	p.StoppedBy = ""
+	p.StoppedBy, p.Retaken = "", 0
 	b, _ := json.Marshal(p) // Params holds only plain fields
 	return c.Mode + "\x00" + c.Topology + "\x00" + c.Workload + "\x00" + string(b)
 }

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"cnbench/internal/runner"
+)
+
+// samplingFlags decide how many samples a case takes and which it keeps;
+// run and validate share them with their own defaults.
+type samplingFlags struct {
+	targetCI   float64
+	maxSamples int
+	maxSteal   float64
+}
+
+func (s *samplingFlags) add(fl *pflag.FlagSet, defaults samplingFlags, targetCIUsage, maxSamplesUsage string) {
+	fl.Float64Var(&s.targetCI, "target-ci", defaults.targetCI, targetCIUsage)
+	fl.IntVar(&s.maxSamples, "max-samples", defaults.maxSamples, maxSamplesUsage)
+	fl.Float64Var(&s.maxSteal, "max-steal", defaults.maxSteal,
+		"take a sample again when the hypervisor took more than PCT % of a core from this machine during it (0: keep every sample; the steal is recorded either way)")
+}
+
+// check checks the values, --max-samples against the fewest samples a
+// case takes.
+func (s samplingFlags) check(fewest int) error {
+	if s.targetCI < 0 || s.targetCI > 100 || s.maxSamples < fewest || s.maxSamples > 1000 {
+		return usageError(fmt.Errorf("--target-ci must be within 0..100 and --max-samples within %d..1000", fewest))
+	}
+	if s.maxSteal < 0 {
+		return usageError(fmt.Errorf("--max-steal must be 0 or more, got %g", s.maxSteal))
+	}
+	return nil
+}
+
+// apply sets the runner's sampling options.
+func (s samplingFlags) apply(o *runner.Options) {
+	o.TargetCIPct, o.MaxSamples, o.MaxStealPct = s.targetCI, s.maxSamples, s.maxSteal
+}
