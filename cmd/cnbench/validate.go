@@ -45,9 +45,16 @@ The engines measure one path, built once, and take turns sample by
 sample, so drift falls on both alike. The sender and the receiver are
 pinned (--placement, default different_cores where there are two CPUs),
 since where the scheduler happens to put them moves both throughput and
-round trip by more than the thresholds. Each case samples until its 95%
-confidence interval is within --target-ci of its mean, or --max-samples;
-ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
+round trip by more than the thresholds. A sample during which the
+hypervisor took more than --max-steal of a core is taken again.
+
+Each ratio is the mean of the per-turn ratios, with its 95% confidence
+interval. Each path takes at least --samples turns and at most
+--max-samples; it stops earlier once its verdict is settled: the ratio
+and its whole interval within the threshold, or all of them beyond it.
+A verdict still unsettled at --max-samples is marked so: its ratio is
+within one interval of the threshold, and another run may land on the
+other side.`,
 		Example: `  cnbench validate
   cnbench validate --modes veth,bridge --duration 5s --max-samples 20`,
 		Args: cobra.NoArgs,
@@ -85,7 +92,7 @@ ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 			if err := sampling.check(samples); err != nil {
 				return err
 			}
-			var opts runner.Options
+			opts := runner.Options{Decide: validate.Decide(th)}
 			sampling.apply(&opts)
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
@@ -115,12 +122,12 @@ ratios are of medians, shown with the 95% interval of the per-turn ratios.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
-	fl.IntVar(&samples, "samples", 3, "fewest samples per engine and workload; ratios use medians")
-	sampling.add(fl, samplingFlags{targetCI: 2, maxSamples: 10, maxSteal: 2},
-		"sample each case until its 95% confidence interval is within PCT % of the mean (0: just --samples)",
-		"most samples per engine and workload")
+	fl.IntVar(&samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
+	sampling.add(fl, samplingFlags{maxSamples: 24, maxSteal: 2},
+		"also stop an engine's case once its own 95% confidence interval is within PCT % of its mean (0: only when its verdict is settled)",
+		"most samples per engine and workload, when the verdict does not settle sooner")
 	fl.StringVar(&place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")
-	fl.DurationVar(&duration, "duration", 2*time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
+	fl.DurationVar(&duration, "duration", time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
 	fl.StringVar(&db, "db", "", "keep the validation run in this database (default: a temporary one)")
 	fl.Float64Var(&th.Throughput, "throughput-threshold", th.Throughput, "tolerated relative throughput disagreement")
 	fl.Float64Var(&th.Latency, "latency-threshold", th.Latency, "tolerated relative latency disagreement")
@@ -160,6 +167,11 @@ func printChecks(cmd *cobra.Command, checks []validate.Check) {
 			verdict := "agree"
 			if !c.OK() {
 				verdict = "DISAGREE"
+			}
+			if c.High > 0 && !c.Settled() {
+				// The interval straddles the threshold: another run may
+				// well come out the other way.
+				verdict += ", unsettled"
 			}
 			interval := ""
 			if c.High > 0 {

@@ -76,12 +76,10 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	started := time.Now()
 
 	cases := make([]model.Case, len(res.Cases))
-	prior := make([][]float64, len(res.Cases))
+	prior := make([][]model.Sample, len(res.Cases))
 	for i, c := range res.Cases {
 		cases[i] = c.Case
-		for _, s := range c.Samples {
-			prior[i] = append(prior[i], s.Values[model.PrimaryMetric(c.Workload)])
-		}
+		prior[i] = c.Samples
 	}
 	if len(cases) == 0 {
 		// Killed between storing the run and storing its cases: the
@@ -90,7 +88,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 		if err := r.store.AddCases(runID, cases); err != nil {
 			return err
 		}
-		prior = make([][]float64, len(cases))
+		prior = make([][]model.Sample, len(cases))
 	}
 	if err := checkSampleIndices(res.Cases); err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)
@@ -105,7 +103,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 		}
 		// All samples stored, but killed before the case was marked:
 		// nothing to measure.
-		if stop, stoppedBy := enoughSamples(c.Params, len(prior[i]), prior[i]); stop {
+		if stop, stoppedBy := enoughSamples(c.Params, primaries(c, prior[i])); stop {
 			if stoppedBy != "" {
 				c.Params.StoppedBy = stoppedBy
 				if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {

@@ -53,6 +53,12 @@ type Options struct {
 	// the network. Each case retakes at most as many samples as it may
 	// take, and keeps the last one if all were disturbed.
 	MaxStealPct float64
+	// Decide, when set, is asked after each round of a path's turns, once
+	// each engine there has its samples, whether the comparison between
+	// them is settled; if it is, they stop (stopped_by "decided"). Its
+	// cases then sample up to MaxSamples even without TargetCIPct. The
+	// slices are the cases of the path and their samples, in step.
+	Decide func(cases []*model.Case, samples [][]model.Sample) bool
 }
 
 // Orders of cases.
@@ -156,7 +162,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 	for i := range cases {
 		recordSettings(&cases[i])
 		recordAccel(&cases[i], r.token)
-		if r.opts.TargetCIPct > 0 {
+		if r.opts.TargetCIPct > 0 || r.opts.Decide != nil {
 			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
 			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
 		}
@@ -166,17 +172,16 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 }
 
 // execute runs cases[i] for each i in order, those of one path together
-// in turns (turns.go), going on from the primary metric values in
-// prior[i] (the samples a resumed case already has; prior may be nil),
-// and stores how the run ended.
-func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]float64) error {
+// in turns (turns.go), going on from prior[i] (the samples a resumed
+// case already has; prior may be nil), and stores how the run ended.
+func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]model.Sample) error {
 	var runErr error
 	for _, g := range r.inTurns(cases, order) {
 		if ctx.Err() != nil {
 			break
 		}
 		cs := make([]*model.Case, len(g))
-		done := make([][]float64, len(g))
+		done := make([][]model.Sample, len(g))
 		for k, i := range g {
 			cs[k] = &cases[i]
 			if prior != nil {
@@ -293,12 +298,11 @@ func (r *Runner) warmUp(ctx context.Context, drv driver, pl placed, c *model.Cas
 	return nil
 }
 
-// takeSample takes and stores the case's next sample, appending its
-// primary metric to primary, unless the case has enough; it reports
-// whether it took one.
-func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model.Case, primary *[]float64) (bool, error) {
-	i := len(*primary)
-	if stop, stoppedBy := enoughSamples(c.Params, i, *primary); stop {
+// takeSample takes and stores the case's next sample, appending it to
+// taken, unless the case has enough; it reports whether it took one.
+func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model.Case, taken *[]model.Sample) (bool, error) {
+	i := len(*taken)
+	if stop, stoppedBy := enoughSamples(c.Params, primaries(c, *taken)); stop {
 		if stoppedBy != "" {
 			c.Params.StoppedBy = stoppedBy
 			if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
@@ -334,7 +338,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 	if err := r.store.AddSample(c.ID, s); err != nil {
 		return false, &storeError{err}
 	}
-	*primary = append(*primary, s.Values[model.PrimaryMetric(c.Workload)])
+	*taken = append(*taken, s)
 	r.prog.sampleDone(c, s)
 	return true, nil
 }
@@ -424,8 +428,6 @@ func (r *Runner) order(n int, seed int64) []int {
 	return idx
 }
 
-// enoughSamples decides, before sample n, whether a case has been sampled
-// enough, and why when a target interval was set.
 // disturbed reports whether a sample is to be taken again because the
 // hypervisor took more CPU during it than the case tolerates. A case
 // drops at most as many samples as it may take, so it ends after twice
@@ -434,11 +436,17 @@ func disturbed(p model.Params, s model.Sample) bool {
 	return p.MaxStealPct > 0 && s.Values[model.CPUStealPct] > p.MaxStealPct && p.Retaken < max(p.Samples, p.MaxSamples)
 }
 
-func enoughSamples(p model.Params, n int, primary []float64) (bool, string) {
-	if p.TargetCIPct <= 0 {
+// enoughSamples decides, before the next sample, whether a case with the
+// primary metric values so far has been sampled enough, and why when it
+// may take more than its samples. Without a target interval, a case
+// whose MaxSamples exceed its samples goes on until its path's turns are
+// decided (Options.Decide) or MaxSamples.
+func enoughSamples(p model.Params, primary []float64) (bool, string) {
+	n := len(primary)
+	if p.TargetCIPct <= 0 && p.MaxSamples <= p.Samples {
 		return n >= p.Samples, ""
 	}
-	if n >= max(p.Samples, 2) {
+	if p.TargetCIPct > 0 && n >= max(p.Samples, 2) {
 		s := stats.Summarize(primary)
 		if s.Mean != 0 && 100*s.CIHalfWidth()/math.Abs(s.Mean) <= p.TargetCIPct {
 			return true, "target_ci"
@@ -448,4 +456,13 @@ func enoughSamples(p model.Params, n int, primary []float64) (bool, string) {
 		return true, "max_samples"
 	}
 	return false, ""
+}
+
+// primaries are the case's primary metric over the samples.
+func primaries(c *model.Case, samples []model.Sample) []float64 {
+	xs := make([]float64, len(samples))
+	for i, s := range samples {
+		xs[i] = s.Values[model.PrimaryMetric(c.Workload)]
+	}
+	return xs
 }

@@ -352,23 +352,31 @@ func TestShuffledOrderIsRepeatable(t *testing.T) {
 
 func TestEnoughSamples(t *testing.T) {
 	fixed := model.Params{Samples: 3}
-	if stop, _ := enoughSamples(fixed, 2, nil); stop {
+	if stop, _ := enoughSamples(fixed, []float64{1, 2}); stop {
 		t.Error("stopped before the third of three samples")
 	}
-	if stop, why := enoughSamples(fixed, 3, nil); !stop || why != "" {
+	if stop, why := enoughSamples(fixed, []float64{1, 2, 3}); !stop || why != "" {
 		t.Errorf("after three of three: stop %v why %q", stop, why)
 	}
 	target := model.Params{Samples: 2, TargetCIPct: 1, MaxSamples: 6}
 	tight := []float64{100, 100.1, 99.9}
-	if stop, why := enoughSamples(target, 3, tight); !stop || why != "target_ci" {
+	if stop, why := enoughSamples(target, tight); !stop || why != "target_ci" {
 		t.Errorf("tight samples: stop %v why %q", stop, why)
 	}
 	loose := []float64{100, 150, 60, 120, 80}
-	if stop, _ := enoughSamples(target, 5, loose); stop {
+	if stop, _ := enoughSamples(target, loose); stop {
 		t.Error("stopped with a wide interval before the maximum")
 	}
-	if stop, why := enoughSamples(target, 6, append(loose, 130)); !stop || why != "max_samples" {
+	if stop, why := enoughSamples(target, append(loose, 130)); !stop || why != "max_samples" {
 		t.Errorf("at the maximum: stop %v why %q", stop, why)
+	}
+	// Left to a decision between engines: tight samples alone do not stop it.
+	decided := model.Params{Samples: 2, MaxSamples: 4}
+	if stop, _ := enoughSamples(decided, tight); stop {
+		t.Error("a case waiting for a decision stopped at its own samples")
+	}
+	if stop, why := enoughSamples(decided, append(tight, 100)); !stop || why != "max_samples" {
+		t.Errorf("waiting for a decision, at the maximum: stop %v why %q", stop, why)
 	}
 }
 
@@ -393,5 +401,55 @@ func TestDisturbedSamplesAreRetakenWithinBounds(t *testing.T) {
 	p.TargetCIPct, p.MaxSamples = 1, 10
 	if !disturbed(p, stolen(50)) {
 		t.Error("a case that may take 10 samples stopped retaking after 3")
+	}
+}
+
+// TestTurnsStopWhenDecided lets a decision between engines end their
+// turns: tcp_stream is decided after three turns, tcp_rr never, so it
+// samples to the maximum.
+func TestTurnsStopWhenDecided(t *testing.T) {
+	testutil.RequireTool(t, "iperf3")
+	testutil.RequireTool(t, "sockperf")
+	r, st := newTestRunner(t)
+	r.opts.MaxSamples = 4
+	var asked []string
+	r.opts.Decide = func(cs []*model.Case, samples [][]model.Sample) bool {
+		counts := make([]int, len(samples))
+		for i := range samples {
+			counts[i] = len(samples[i])
+		}
+		asked = append(asked, fmt.Sprintf("%s %d engines %v", cs[0].Workload, len(cs), counts))
+		return cs[0].Workload == "tcp_stream" && counts[0] >= 3
+	}
+	res := runDoc(t, r, st, "decide.yaml", `
+name: decide
+duration: 1s
+warmup: 0s
+samples: 2
+modes: [veth]
+topologies: [chc]
+workloads: [tcp_stream, tcp_rr]
+engines: [native, iperf3, sockperf]
+`)
+	t.Logf("asked: %q", asked)
+	for _, c := range res.Cases {
+		if c.Status == model.StatusSkipped {
+			continue
+		}
+		want, stoppedBy := 3, "decided"
+		if c.Workload == "tcp_rr" {
+			want, stoppedBy = 4, "max_samples"
+		}
+		if c.Status != model.StatusOK || len(c.Samples) != want || c.Params.StoppedBy != stoppedBy {
+			t.Errorf("%s: %s with %d samples, stopped by %q; want %d samples, stopped by %q", c.Key, c.Status, len(c.Samples), c.Params.StoppedBy, want, stoppedBy)
+		}
+	}
+	// Asked only with every engine at its samples and the counts in
+	// step: after each turn from the second on, until decided.
+	wantAsked := []string{"tcp_stream 2 engines [2 2]", "tcp_stream 2 engines [3 3]", "tcp_rr 2 engines [2 2]", "tcp_rr 2 engines [3 3]", "tcp_rr 2 engines [4 4]"}
+	slices.Sort(asked)
+	slices.Sort(wantAsked)
+	if !slices.Equal(asked, wantAsked) {
+		t.Errorf("asked %q, want %q", asked, wantAsked)
 	}
 }

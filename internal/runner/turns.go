@@ -55,7 +55,7 @@ func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
 type turn struct {
 	c       *model.Case
 	drv     driver
-	primary []float64
+	samples []model.Sample
 	err     error
 	done    bool
 }
@@ -63,11 +63,11 @@ type turn struct {
 // runTurns measures cases that share a path with their engines taking
 // turns, and records each case's outcome. Only store failures are
 // returned.
-func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]float64) error {
+func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]model.Sample) error {
 	r.prog.startCases(cs)
 	turns := make([]*turn, len(cs))
 	for i, c := range cs {
-		turns[i] = &turn{c: c, primary: slices.Clone(prior[i])}
+		turns[i] = &turn{c: c, samples: slices.Clone(prior[i])}
 	}
 	r.measureTurns(ctx, turns)
 	for _, t := range turns {
@@ -131,7 +131,7 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 			if t.done || t.err != nil {
 				continue
 			}
-			more, err := r.takeSample(ctx, t.drv, pl, t.c, &t.primary)
+			more, err := r.takeSample(ctx, t.drv, pl, t.c, &t.samples)
 			var storeErr *storeError
 			switch {
 			case errors.As(err, &storeErr):
@@ -150,8 +150,47 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 		if !sampled {
 			break
 		}
+		if err := r.decide(live); err != nil {
+			r.endTurns(turns, pl)
+			return
+		}
 	}
 	r.endTurns(turns, pl)
+}
+
+// decide ends the live turns when Options.Decide finds their comparison
+// settled. It asks only between rounds in which every live engine has
+// its samples and as many as the others, so that the samples it sees
+// pair up turn by turn. Only a store failure is returned, and set on
+// the turns.
+func (r *Runner) decide(live []*turn) error {
+	if r.opts.Decide == nil || len(live) < 2 {
+		return nil
+	}
+	var cs []*model.Case
+	var samples [][]model.Sample
+	for _, t := range live {
+		if t.err != nil || t.done || len(t.samples) < t.c.Params.Samples || len(t.samples) != len(live[0].samples) {
+			return nil
+		}
+		cs = append(cs, t.c)
+		samples = append(samples, t.samples)
+	}
+	if !r.opts.Decide(cs, samples) {
+		return nil
+	}
+	for _, t := range live {
+		t.done = true
+		t.c.Params.StoppedBy = "decided"
+		if err := r.store.SetCaseParams(t.c.ID, t.c.Params); err != nil {
+			err = &storeError{err}
+			for _, u := range live {
+				u.err = err
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // endTurns stops every engine and removes the path; a failure to do so

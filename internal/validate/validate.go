@@ -8,7 +8,6 @@ package validate
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"cnbench/internal/model"
@@ -28,13 +27,16 @@ var DefaultThresholds = Thresholds{Throughput: 0.05, Latency: 0.10, Wire: 0.02}
 // Check is one comparison.
 type Check struct {
 	Mode, Topology string
-	What           string  // e.g. "throughput native/iperf3"
-	A, B           float64 // the two medians compared
-	Unit           string
-	Ratio          float64
-	// Low and High bound the 95% confidence interval of the ratio from
-	// the samples paired by index (the engines take turns, so sample i
-	// of each ran side by side); both zero with fewer than two pairs.
+	What           string // e.g. "throughput native/iperf3"
+	// A and B are the means compared, or for a check against the
+	// counters the median ratio and 1.
+	A, B float64
+	Unit string
+	// Ratio is the mean of the per-turn ratios A[i]/B[i] (the engines
+	// take turns, so sample i of each ran side by side), and Low and
+	// High bound its 95% confidence interval; both zero with fewer
+	// than two turns, when Ratio is A/B.
+	Ratio     float64
 	Low, High float64
 	Limit     float64 // tolerated |ratio - 1|
 	// Missing says why a comparison could not be made, such as a tool
@@ -45,6 +47,32 @@ type Check struct {
 // OK reports whether the check passed; a missing comparison is not a
 // failure but is shown as such.
 func (c Check) OK() bool { return c.Missing != "" || math.Abs(c.Ratio-1) <= c.Limit }
+
+// comparison is one engine-against-engine check: the native engine's
+// metric over the reference engine's on one workload.
+type comparison struct {
+	what, unit string
+	limit      func(Thresholds) float64
+	workload   string
+	metric     string
+	reference  string
+	scale      float64 // from the metric's unit to the shown one
+}
+
+var comparisons = []comparison{
+	{"throughput native/iperf3", "Gbit/s", func(th Thresholds) float64 { return th.Throughput }, "tcp_stream", model.ThroughputBPS, "iperf3", 1e-9},
+	{"tcp mean round trip native/sockperf", "us", func(th Thresholds) float64 { return th.Latency }, "tcp_rr", model.LatencyMeanUS, "sockperf", 1},
+	{"udp mean round trip native/sockperf", "us", func(th Thresholds) float64 { return th.Latency }, "udp_rr", model.LatencyMeanUS, "sockperf", 1},
+}
+
+// compare fills c from the two engines' values in sample order.
+func (cmp comparison) compare(c *Check, native, reference []float64) {
+	a, b := stats.Summarize(native).Mean, stats.Summarize(reference).Mean
+	c.A, c.B, c.Ratio = a*cmp.scale, b*cmp.scale, a/b
+	if perTurn, ok := pairedRatios(native, reference); ok {
+		c.Ratio, c.Low, c.High = perTurn.Mean, perTurn.CI95Low, perTurn.CI95High
+	}
+}
 
 // Compare derives the checks from a run of the validation scenario.
 func Compare(res *model.RunResult, th Thresholds) []Check {
@@ -63,36 +91,85 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 		got := func(workload, engine, metric string) ([]float64, string) {
 			return measured(res, k.mode, k.topo, workload, engine, metric)
 		}
-		pair := func(what, unit string, limit float64, workload, metric, engineB string, scale float64) {
-			xa, whyA := got(workload, "native", metric)
-			xb, whyB := got(workload, engineB, metric)
-			c := Check{Mode: k.mode, Topology: k.topo, What: what, Unit: unit, Limit: limit}
+		for _, cmp := range comparisons {
+			c := Check{Mode: k.mode, Topology: k.topo, What: cmp.what, Unit: cmp.unit, Limit: cmp.limit(th)}
+			xa, whyA := got(cmp.workload, "native", cmp.metric)
+			xb, whyB := got(cmp.workload, cmp.reference, cmp.metric)
 			switch {
 			case whyA != "":
 				c.Missing = whyA
 			case whyB != "":
 				c.Missing = whyB
 			default:
-				a, b := Median(slices.Clone(xa)), Median(slices.Clone(xb))
-				c.A, c.B, c.Ratio = a*scale, b*scale, a/b
-				c.Low, c.High = pairedInterval(xa, xb)
+				cmp.compare(&c, xa, xb)
 			}
 			checks = append(checks, c)
 		}
-		pair("throughput native/iperf3", "Gbit/s", th.Throughput, "tcp_stream", model.ThroughputBPS, "iperf3", 1e-9)
-		pair("tcp mean round trip native/sockperf", "us", th.Latency, "tcp_rr", model.LatencyMeanUS, "sockperf", 1)
-		pair("udp mean round trip native/sockperf", "us", th.Latency, "udp_rr", model.LatencyMeanUS, "sockperf", 1)
 		for _, engine := range []string{"native", "iperf3"} {
 			c := Check{Mode: k.mode, Topology: k.topo, What: "received bytes/wire payload, " + engine, B: 1, Unit: "ratio", Limit: th.Wire}
 			xs, why := got("tcp_stream", engine, model.AppWireRatio)
 			if c.Missing = why; why == "" {
-				c.A = Median(xs)
+				c.A = median(xs)
 				c.Ratio = c.A
 			}
 			checks = append(checks, c)
 		}
 	}
 	return checks
+}
+
+// Settled reports whether more samples would hardly change the verdict:
+// the ratio and the whole 95% interval of the per-turn ratios lie on
+// the same side of the limit, all within it or all beyond it.
+func (c Check) Settled() bool {
+	if c.Missing != "" || c.High == 0 {
+		return false
+	}
+	lo, hi := 1-c.Limit, 1+c.Limit
+	if c.OK() {
+		return c.Low >= lo && c.High <= hi
+	}
+	return c.High < lo || c.Low > hi
+}
+
+// Decide is the runner's stopping rule for validation (runner.Options.
+// Decide): the turns of a path end once the native engine's comparison
+// with its reference there is settled.
+func Decide(th Thresholds) func(cases []*model.Case, samples [][]model.Sample) bool {
+	return func(cases []*model.Case, samples [][]model.Sample) bool {
+		for _, cmp := range comparisons {
+			var native, reference []float64
+			for i, c := range cases {
+				if c.Workload != cmp.workload {
+					continue
+				}
+				switch c.Engine {
+				case "native":
+					native = values(samples[i], cmp.metric)
+				case cmp.reference:
+					reference = values(samples[i], cmp.metric)
+				}
+			}
+			if len(native) == 0 || len(reference) == 0 {
+				continue
+			}
+			c := Check{Limit: cmp.limit(th)}
+			cmp.compare(&c, native, reference)
+			return c.Settled()
+		}
+		return false
+	}
+}
+
+// values is a metric over samples, where they have it.
+func values(samples []model.Sample, metric string) []float64 {
+	var xs []float64
+	for _, s := range samples {
+		if v, ok := s.Values[metric]; ok {
+			xs = append(xs, v)
+		}
+	}
+	return xs
 }
 
 // measured is a metric's values over the samples of the matching case, in
@@ -105,12 +182,7 @@ func measured(res *model.RunResult, mode, topo, workload, engine, metric string)
 		if c.Status != model.StatusOK {
 			return nil, fmt.Sprintf("%s %s: %s %s", engine, workload, c.Status, c.Reason)
 		}
-		var xs []float64
-		for _, s := range c.Samples {
-			if v, ok := s.Values[metric]; ok {
-				xs = append(xs, v)
-			}
-		}
+		xs := values(c.Samples, metric)
 		if len(xs) == 0 {
 			return nil, fmt.Sprintf("%s %s: no %s measured", engine, workload, metric)
 		}
@@ -119,9 +191,9 @@ func measured(res *model.RunResult, mode, topo, workload, engine, metric string)
 	return nil, fmt.Sprintf("%s %s: not run", engine, workload)
 }
 
-// pairedInterval is the 95% confidence interval of a[i]/b[i] over the
-// pairs both have; zeros with fewer than two.
-func pairedInterval(a, b []float64) (low, high float64) {
+// pairedRatios summarizes a[i]/b[i] over the pairs both have; false
+// with fewer than two.
+func pairedRatios(a, b []float64) (stats.Summary, bool) {
 	var ratios []float64
 	for i := range min(len(a), len(b)) {
 		if b[i] != 0 {
@@ -129,14 +201,13 @@ func pairedInterval(a, b []float64) (low, high float64) {
 		}
 	}
 	if len(ratios) < 2 {
-		return 0, 0
+		return stats.Summary{}, false
 	}
-	s := stats.Summarize(ratios)
-	return s.CI95Low, s.CI95High
+	return stats.Summarize(ratios), true
 }
 
-// Median of xs, which it sorts.
-func Median(xs []float64) float64 {
+// median of xs, which it sorts.
+func median(xs []float64) float64 {
 	sort.Float64s(xs)
 	n := len(xs)
 	if n%2 == 0 {

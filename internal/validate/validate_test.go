@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"math"
 	"testing"
 
 	"cnbench/internal/model"
@@ -17,7 +18,7 @@ func caseWith(mode, workload, engine string, metric string, values ...float64) m
 func TestCompareFlagsDisagreement(t *testing.T) {
 	res := &model.RunResult{Cases: []model.CaseResult{
 		caseWith("bridge", "tcp_stream", "native", model.ThroughputBPS, 20e9, 21e9, 19e9),
-		caseWith("bridge", "tcp_stream", "iperf3", model.ThroughputBPS, 20.5e9, 30e9, 20e9),
+		caseWith("bridge", "tcp_stream", "iperf3", model.ThroughputBPS, 20.5e9, 21.2e9, 19.8e9),
 		caseWith("bridge", "tcp_rr", "native", model.LatencyMeanUS, 10, 12, 11),
 		caseWith("bridge", "tcp_rr", "sockperf", model.LatencyMeanUS, 15, 14, 16),
 	}}
@@ -26,11 +27,11 @@ func TestCompareFlagsDisagreement(t *testing.T) {
 		got[c.What] = c
 	}
 	tp := got["throughput native/iperf3"]
-	if tp.Ratio != 20.0/20.5 || !tp.OK() {
-		t.Errorf("throughput: ratio %v ok %v; the medians agree within 5%%", tp.Ratio, tp.OK())
+	if want := (20/20.5 + 21/21.2 + 19/19.8) / 3; math.Abs(tp.Ratio-want) > 1e-12 || !tp.OK() || !(tp.Low < tp.Ratio && tp.Ratio < tp.High) {
+		t.Errorf("throughput: ratio %v in [%v, %v] ok %v; the turns agree within 5%%", tp.Ratio, tp.Low, tp.High, tp.OK())
 	}
 	lat := got["tcp mean round trip native/sockperf"]
-	if lat.Ratio != 11.0/15 || lat.OK() {
+	if want := (10.0/15 + 12.0/14 + 11.0/16) / 3; math.Abs(lat.Ratio-want) > 1e-12 || lat.OK() {
 		t.Errorf("latency: ratio %v ok %v; 27%% apart must be flagged", lat.Ratio, lat.OK())
 	}
 	if w := got["received bytes/wire payload, iperf3"]; !w.OK() || w.Missing != "" {
@@ -52,19 +53,68 @@ func TestCompareSaysWhatIsMissing(t *testing.T) {
 	}
 }
 
-func TestPairedIntervalFollowsTheTurns(t *testing.T) {
+func TestPairedRatiosFollowTheTurns(t *testing.T) {
 	// Sample i of each engine ran side by side: a drift common to both
 	// cancels in the per-turn ratios, so the interval is tight although
 	// each engine's own samples spread widely.
-	low, high := pairedInterval([]float64{10, 20, 30, 40}, []float64{10.1, 20.1, 30.4, 40.4})
-	if !(low > 0.98 && high < 1 && low < high) {
-		t.Errorf("interval %v-%v, want about 0.990 on both sides", low, high)
+	s, ok := pairedRatios([]float64{10, 20, 30, 40}, []float64{10.1, 20.1, 30.4, 40.4})
+	if !ok || !(s.CI95Low > 0.98 && s.CI95High < 1 && s.CI95Low < s.CI95High) {
+		t.Errorf("interval %v-%v, want about 0.990 on both sides", s.CI95Low, s.CI95High)
 	}
-	if low, high := pairedInterval([]float64{10}, []float64{10}); low != 0 || high != 0 {
-		t.Errorf("one pair gave an interval %v-%v", low, high)
+	if _, ok := pairedRatios([]float64{10}, []float64{10}); ok {
+		t.Error("one pair gave an interval")
 	}
 	// Unpaired extras are left out rather than matched with nothing.
-	if low, high := pairedInterval([]float64{10, 10, 99}, []float64{5, 5}); low != 2 || high != 2 {
-		t.Errorf("interval %v-%v, want exactly 2", low, high)
+	if s, ok := pairedRatios([]float64{10, 10, 99}, []float64{5, 5}); !ok || s.Mean != 2 || s.CI95Low != 2 || s.CI95High != 2 {
+		t.Errorf("ratio %v in %v-%v, want exactly 2", s.Mean, s.CI95Low, s.CI95High)
+	}
+}
+
+func TestSettledNeedsTheWholeIntervalOnOneSide(t *testing.T) {
+	for _, tc := range []struct {
+		ratio, low, high float64
+		settled          bool
+	}{
+		{1.02, 0.99, 1.05, true},  // within the 10% band throughout
+		{1.02, 0.95, 1.15, false}, // agrees, but the interval reaches past the band
+		{1.30, 1.20, 1.40, true},  // beyond the band throughout
+		{1.12, 1.05, 1.19, false}, // disagrees, but the interval reaches into the band
+		{0.80, 0.75, 0.85, true},  // beyond, on the other side
+		{1.02, 0, 0, false},       // one pair: no interval yet
+	} {
+		c := Check{Ratio: tc.ratio, Low: tc.low, High: tc.high, Limit: 0.10}
+		if got := c.Settled(); got != tc.settled {
+			t.Errorf("ratio %v in [%v, %v]: settled %v, want %v", tc.ratio, tc.low, tc.high, got, tc.settled)
+		}
+	}
+	if (Check{Ratio: 1, Low: 1, High: 1, Missing: "sockperf is not installed"}).Settled() {
+		t.Error("a missing comparison was settled")
+	}
+}
+
+func TestDecideComparesThePathsEngines(t *testing.T) {
+	decide := Decide(DefaultThresholds)
+	sampled := func(workload, engine string, values ...float64) (*model.Case, []model.Sample) {
+		c := caseWith("veth", workload, engine, model.ThroughputBPS, values...)
+		return &c.Case, c.Samples
+	}
+	run := func(a, b []float64) bool {
+		ca, sa := sampled("tcp_stream", "native", a...)
+		cb, sb := sampled("tcp_stream", "iperf3", b...)
+		return decide([]*model.Case{ca, cb}, [][]model.Sample{sa, sb})
+	}
+	if !run([]float64{20, 21, 19}, []float64{20.1, 21.1, 19.1}) {
+		t.Error("turns within 1% of each other were not settled")
+	}
+	if run([]float64{20, 25, 17}, []float64{21, 20, 20}) {
+		t.Error("turns 6% apart on average, spread by 20%, were settled")
+	}
+	if !run([]float64{10, 10.5, 9.5}, []float64{20, 21, 19}) {
+		t.Error("turns half as fast throughout were not settled")
+	}
+	// A path without its reference engine has nothing to decide.
+	ca, sa := sampled("tcp_stream", "native", 20, 20, 20)
+	if decide([]*model.Case{ca}, [][]model.Sample{sa}) {
+		t.Error("decided without a reference engine")
 	}
 }
