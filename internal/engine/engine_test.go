@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 	"time"
 
@@ -317,5 +318,18 @@ func TestServeReturnsAtEndOfInput(t *testing.T) {
 	// The aborted flows closed, so the listener side has the session.
 	if _, err := server.Collect(ctx, 3, 5*time.Second); err != nil {
 		t.Errorf("collect after the client engine stopped: %v", err)
+	}
+}
+
+func TestEngineKeepsASparePOnOneCPU(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	keepASpareP()
+	if n := runtime.GOMAXPROCS(0); n != 2 {
+		t.Errorf("GOMAXPROCS %d after keepASpareP on one P, want 2", n)
+	}
+	runtime.GOMAXPROCS(3)
+	keepASpareP()
+	if n := runtime.GOMAXPROCS(0); n != 3 {
+		t.Errorf("GOMAXPROCS %d, want the 3 it had", n)
 	}
 }

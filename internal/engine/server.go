@@ -39,6 +39,7 @@ var errOutputFailed = errors.New("engine output failed")
 // waits for them. If ctx ends first, Serve stops the same way and returns
 // ctx's error, leaving a goroutine blocked reading in until in yields.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	keepASpareP()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e := &engine{
