@@ -56,7 +56,7 @@ A verdict still unsettled at --max-samples is marked so: its ratio is
 within one interval of the threshold, and another run may land on the
 other side.`,
 		Example: `  cnbench validate
-  cnbench validate --modes veth,bridge --duration 5s --max-samples 20`,
+  cnbench validate --modes veth,bridge --duration 2s --max-samples 40`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(modes) == 0 {
