@@ -39,7 +39,12 @@ type exchange struct {
 	// whole CPU time paid for, where the tool measured only some of them
 	// (sockperf drops its warm-up).
 	cpuTransactions int64
-	latencyHDR      []byte
+	// activeTime, when set, is how long traffic flowed, where the tool
+	// idled for a noticeable part of the sample (sockperf waits 2 s
+	// before it starts). CPU percentages are over this time, so that
+	// they compare with those of an engine that was busy throughout.
+	activeTime time.Duration
+	latencyHDR []byte
 	// Latency percentiles in microseconds, for engines that report them
 	// without a histogram.
 	latencyUS map[string]float64
@@ -70,6 +75,15 @@ func (x exchange) transactionsForCPU() int64 {
 		return x.cpuTransactions
 	}
 	return x.transactions
+}
+
+// busyTime is the time to spread the sample's CPU time over: the time
+// traffic flowed, where the exchange knows it, else the whole sample.
+func (x exchange) busyTime(wall time.Duration) time.Duration {
+	if x.activeTime > 0 && x.activeTime < wall {
+		return x.activeTime
+	}
+	return wall
 }
 
 // drivers maps each engine name to its constructor.

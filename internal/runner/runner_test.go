@@ -254,7 +254,7 @@ topologies: [chc]
 workloads: [tcp_stream, tcp_rr]
 engines: [native, iperf3, sockperf]
 `)
-	measured := map[string]float64{}
+	measured, senderCPU := map[string]float64{}, map[string]float64{}
 	for _, c := range res.Cases {
 		want := model.StatusOK
 		if (c.Engine == "iperf3" && c.Workload != "tcp_stream") || (c.Engine == "sockperf" && c.Workload != "tcp_rr") {
@@ -276,6 +276,7 @@ engines: [native, iperf3, sockperf]
 		// machine says nothing about the engines.
 		for _, s := range c.Samples {
 			measured[key] = max(measured[key], s.Values[model.PrimaryMetric(c.Workload)])
+			senderCPU[key] = max(senderCPU[key], s.Values[model.CPUSenderPct])
 		}
 		if c.Workload == "tcp_rr" && !(v[model.LatencyP50US] > 0 && v[model.LatencyP99US] >= v[model.LatencyP50US]) {
 			t.Errorf("%s: latency percentiles %v", c.Key, v)
@@ -301,6 +302,13 @@ engines: [native, iperf3, sockperf]
 			if a <= 0 || b <= 0 || a/b > 3 || b/a > 3 {
 				t.Errorf("%s: %s %.0f vs %s %.0f", m, pair[0], a, pair[1], b)
 			}
+		}
+		// A ping-pong keeps its sender about as busy whichever engine
+		// runs it. sockperf idles 2 s before its 1 s of traffic, which
+		// must not dilute its CPU share to a third.
+		a, b := senderCPU[m+"/tcp_rr/native"], senderCPU[m+"/tcp_rr/sockperf"]
+		if a <= 0 || b <= 0 || a/b > 2 || b/a > 2 {
+			t.Errorf("%s: tcp_rr sender CPU %.1f%% with native, %.1f%% with sockperf", m, a, b)
 		}
 	}
 }

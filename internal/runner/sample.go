@@ -69,13 +69,14 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sampl
 	clientCPU := after.client.Sub(before.client).Total()
 	serverCPU := after.server.Sub(before.server).Total()
 	bothCPU := (clientCPU + serverCPU).Seconds()
+	busy := x.busyTime(wall).Seconds()
 	v := map[string]float64{
-		model.CPUSenderPct:   100 * clientCPU.Seconds() / wall.Seconds(),
-		model.CPUReceiverPct: 100 * serverCPU.Seconds() / wall.Seconds(),
+		model.CPUSenderPct:   100 * clientCPU.Seconds() / busy,
+		model.CPUReceiverPct: 100 * serverCPU.Seconds() / busy,
 	}
 	machine := after.machine.Sub(before.machine)
-	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / wall.Seconds()
-	v[model.CPUStealPct] = 100 * machine.Steal.Seconds() / wall.Seconds()
+	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / busy
+	v[model.CPUStealPct] = 100 * machine.Steal.Seconds() / busy
 	if x.retransmitsKnown {
 		v[model.Retransmits] = float64(x.retransmits)
 	}

@@ -70,7 +70,7 @@ func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Du
 			lat[q.Name] = v
 		}
 	}
-	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: lat, cpuTransactions: r.AllTransactions}
+	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: lat, cpuTransactions: r.AllTransactions, activeTime: r.RunTime}
 	if c.Workload == "udp_rr" {
 		x.more = &moreExchange{txPerS: float64(r.Transactions) / r.ValidTime.Seconds(), udp: true}
 	}

@@ -18,6 +18,10 @@ type SockperfPingPong struct {
 	// warm-up; Transactions completed in it.
 	ValidTime    time.Duration
 	Transactions int64
+	// RunTime is the whole run, warm-up included: the time traffic
+	// flowed, which is shorter than the client lived, since it waits
+	// about 2 s before its warm-up.
+	RunTime time.Duration
 	// AllTransactions completed in the whole run, warm-up included: the
 	// work the processes' CPU time paid for.
 	AllTransactions int64
@@ -30,7 +34,7 @@ type SockperfPingPong struct {
 
 var (
 	ansiEscape    = regexp.MustCompile(`\x1b\[[0-9;]*m`)
-	totalRun      = regexp.MustCompile(`\[Total Run\] RunTime=[0-9.]+ sec; Warm up time=\d+ msec; SentMessages=\d+; ReceivedMessages=(\d+)`)
+	totalRun      = regexp.MustCompile(`\[Total Run\] RunTime=([0-9.]+) sec; Warm up time=\d+ msec; SentMessages=\d+; ReceivedMessages=(\d+)`)
 	validDuration = regexp.MustCompile(`\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)`)
 	avgRTT        = regexp.MustCompile(`avg-(?:rtt|latency)=([0-9.]+) \(std-dev=([0-9.]+)\)`)
 	percentile    = regexp.MustCompile(`---> percentile ([0-9.]+) =\s*([0-9.]+)`)
@@ -60,7 +64,9 @@ func ParseSockperfPingPong(out []byte) (SockperfPingPong, error) {
 			r.Transactions, _ = strconv.ParseInt(m[3], 10, 64)
 		}
 		if m := totalRun.FindStringSubmatch(line); m != nil {
-			r.AllTransactions, _ = strconv.ParseInt(m[1], 10, 64)
+			secs, _ := strconv.ParseFloat(m[1], 64)
+			r.RunTime = seconds(secs)
+			r.AllTransactions, _ = strconv.ParseInt(m[2], 10, 64)
 		}
 		if m := avgRTT.FindStringSubmatch(line); m != nil {
 			r.AvgRTTUS, _ = strconv.ParseFloat(m[1], 64)

@@ -70,8 +70,8 @@ func TestParseSockperfPingPong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Transactions != 173870 || r.AllTransactions != 225715 || r.ValidTime != 1550*time.Millisecond {
-		t.Errorf("%d transactions in %v", r.Transactions, r.ValidTime)
+	if r.Transactions != 173870 || r.AllTransactions != 225715 || r.ValidTime != 1550*time.Millisecond || r.RunTime != 2*time.Second {
+		t.Errorf("%d transactions in %v, %d in %v", r.Transactions, r.ValidTime, r.AllTransactions, r.RunTime)
 	}
 	if r.AvgRTTUS != 8.856 || r.StddevUS != 12.976 || r.MinUS != 6.985 || r.MaxUS != 2762.873 {
 		t.Errorf("rtt avg %v sd %v min %v max %v", r.AvgRTTUS, r.StddevUS, r.MinUS, r.MaxUS)
