@@ -90,7 +90,7 @@ cost against the native host baseline.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
-		newVersionCommand(), newEngineCommand(), newSuitesCommand(), newValidateCommand())
+		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
 	root.AddCommand(newGuestAgentCommand())
 	root.AddCommand(newAgentCommand())

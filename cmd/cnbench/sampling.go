@@ -8,12 +8,14 @@ import (
 	"cnbench/internal/runner"
 )
 
-// samplingFlags decide how many samples a case takes and which it keeps;
-// run and validate share them with their own defaults.
+// samplingFlags decide how samples are taken: how many a case takes,
+// which it keeps, and whether the CPUs may idle meanwhile; run and
+// validate share them with their own defaults.
 type samplingFlags struct {
 	targetCI   float64
 	maxSamples int
 	maxSteal   float64
+	keepAwake  bool
 }
 
 func (s *samplingFlags) add(fl *pflag.FlagSet, defaults samplingFlags, targetCIUsage, maxSamplesUsage string) {
@@ -21,6 +23,8 @@ func (s *samplingFlags) add(fl *pflag.FlagSet, defaults samplingFlags, targetCIU
 	fl.IntVar(&s.maxSamples, "max-samples", defaults.maxSamples, maxSamplesUsage)
 	fl.Float64Var(&s.maxSteal, "max-steal", defaults.maxSteal,
 		"take a sample again when the hypervisor took more than PCT % of a core from this machine during it (0: keep every sample; the steal is recorded either way)")
+	fl.BoolVar(&s.keepAwake, "keep-cpus-awake", defaults.keepAwake,
+		"keep this machine's CPUs from idling while cases run, with spinners of the lowest priority, as idle=poll would: round trips then lose the CPUs' wake-up time, which on a VM varies widely from sample to sample")
 }
 
 // check checks the values, --max-samples against the fewest samples a
@@ -38,4 +42,5 @@ func (s samplingFlags) check(fewest int) error {
 // apply sets the runner's sampling options.
 func (s samplingFlags) apply(o *runner.Options) {
 	o.TargetCIPct, o.MaxSamples, o.MaxStealPct = s.targetCI, s.maxSamples, s.maxSteal
+	o.KeepCPUsAwake = s.keepAwake
 }

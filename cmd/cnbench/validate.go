@@ -46,7 +46,11 @@ sample, so drift falls on both alike. The sender and the receiver are
 pinned (--placement, default different_cores where there are two CPUs),
 since where the scheduler happens to put them moves both throughput and
 round trip by more than the thresholds. A sample during which the
-hypervisor took more than --max-steal of a core is taken again.
+hypervisor took more than --max-steal of a core is taken again. The
+CPUs are kept from idling meanwhile (--keep-cpus-awake, on by default
+here): on a virtual machine, waking a halted CPU takes the hypervisor a
+time that varies from one sample to the next by more than the engines
+differ, and it would drown the comparison.
 
 Each ratio is the mean of the per-turn ratios, with its 95% confidence
 interval. Each path takes at least --samples turns and at most
@@ -123,7 +127,7 @@ other side.`,
 	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
 	fl.IntVar(&samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
-	sampling.add(fl, samplingFlags{maxSamples: 24, maxSteal: 2},
+	sampling.add(fl, samplingFlags{maxSamples: 24, maxSteal: 2, keepAwake: true},
 		"also stop an engine's case once its own 95% confidence interval is within PCT % of its mean (0: only when its verdict is settled)",
 		"most samples per engine and workload, when the verdict does not settle sooner")
 	fl.StringVar(&place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")

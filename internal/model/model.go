@@ -93,6 +93,10 @@ type Params struct {
 	// counts the samples so dropped.
 	MaxStealPct float64 `json:"max_steal_pct,omitempty"`
 	Retaken     int     `json:"retaken,omitempty"`
+	// KeepCPUsAwake: the run kept this machine's CPUs from idling with
+	// spinners of the lowest priority (package awake), which takes the
+	// CPUs' wake-up time out of round trips.
+	KeepCPUsAwake bool `json:"keep_cpus_awake,omitempty"`
 }
 
 // Comparable is p without what only one mode records, such as the OVS

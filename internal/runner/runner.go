@@ -13,13 +13,16 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
+	"cnbench/internal/awake"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/placement"
 	"cnbench/internal/scenario"
 	"cnbench/internal/stats"
 	"cnbench/internal/store"
@@ -59,6 +62,11 @@ type Options struct {
 	// cases then sample up to MaxSamples even without TargetCIPct. The
 	// slices are the cases of the path and their samples, in step.
 	Decide func(cases []*model.Case, samples [][]model.Sample) bool
+	// KeepCPUsAwake keeps every CPU of this machine from idling while
+	// cases run (package awake), with AwakeCommand; default: this
+	// executable with the argument "awake".
+	KeepCPUsAwake bool
+	AwakeCommand  []string
 }
 
 // Orders of cases.
@@ -89,6 +97,9 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 			return nil, fmt.Errorf("find own executable for the engine: %w", err)
 		}
 		opts.EngineCommand = []string{self, "engine"}
+	}
+	if len(opts.AwakeCommand) == 0 {
+		opts.AwakeCommand = []string{opts.EngineCommand[0], "awake"}
 	}
 	if opts.EngineEnv == nil {
 		opts.EngineEnv = os.Environ()
@@ -167,6 +178,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
 		}
 		cases[i].Params.MaxStealPct = r.opts.MaxStealPct
+		cases[i].Params.KeepCPUsAwake = r.opts.KeepCPUsAwake
 	}
 	return cases
 }
@@ -175,6 +187,11 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 // in turns (turns.go), going on from prior[i] (the samples a resumed
 // case already has; prior may be nil), and stores how the run ended.
 func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]model.Sample) error {
+	stopSpinners, err := r.keepCPUsAwake(cases)
+	if err != nil {
+		return err
+	}
+	defer stopSpinners()
 	var runErr error
 	for _, g := range r.inTurns(cases, order) {
 		if ctx.Err() != nil {
@@ -209,6 +226,29 @@ func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, ca
 		runErr = ctx.Err()
 	}
 	return runErr
+}
+
+// keepCPUsAwake starts spinners on every CPU of this machine if the
+// cases ask for them (a resumed run asks as it did at first), and
+// returns what stops them.
+func (r *Runner) keepCPUsAwake(cases []model.Case) (stop func(), err error) {
+	if !slices.ContainsFunc(cases, func(c model.Case) bool { return c.Params.KeepCPUsAwake }) {
+		return func() {}, nil
+	}
+	m, err := placement.ReadMachine()
+	if err != nil {
+		return nil, err
+	}
+	cpus := make([]int, len(m))
+	for i, c := range m {
+		cpus[i] = c.ID
+	}
+	k, err := awake.Start(r.opts.AwakeCommand, cpus)
+	if err != nil {
+		return nil, err
+	}
+	r.prog.printf("keeping CPUs %s awake (spinner process %d)", placement.FormatList(cpus), k.PID())
+	return func() { k.Stop() }, nil
 }
 
 // recordOutcome stores how measuring c ended, err being what ended it.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"cnbench/internal/awake"
 	"cnbench/internal/engine"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
@@ -33,6 +34,12 @@ func TestMain(m *testing.M) {
 		if err := agent.Main(); err != nil {
 			os.Exit(1)
 		}
+	}
+	if len(os.Args) > 2 && os.Args[1] == "awake" {
+		if err := awake.Serve(os.Args[2], os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if os.Getenv(engineEnv) == "1" || len(os.Args) > 1 && os.Args[1] == "engine" {
 		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
@@ -460,4 +467,68 @@ engines: [native, iperf3, sockperf]
 	if !slices.Equal(asked, wantAsked) {
 		t.Errorf("asked %q, want %q", asked, wantAsked)
 	}
+}
+
+// TestKeepCPUsAwakeWhileCasesRun runs a ping-pong, which leaves CPUs idle
+// half the time, with spinners: the CPUs must not idle during the run,
+// the cases must record it, and no spinner may outlive the run.
+func TestKeepCPUsAwakeWhileCasesRun(t *testing.T) {
+	r, st := newTestRunner(t)
+	r.opts.KeepCPUsAwake = true
+	before, began := testutil.IdleTicks(t), time.Now()
+	res := runDoc(t, r, st, "awake.yaml", `
+name: awake
+duration: 1s
+warmup: 0s
+samples: 2
+modes: [veth]
+topologies: [chc]
+workloads: [tcp_rr]
+`)
+	after, took := testutil.IdleTicks(t), time.Since(began)
+	var idle int64
+	for c := range after {
+		idle += after[c] - before[c]
+	}
+	possible := took.Seconds() * testutil.TicksPerSecond * float64(len(after))
+	if idle > int64(possible/10) {
+		t.Errorf("the CPUs idled %d of %.0f ticks while the run kept them awake", idle, possible)
+	}
+	for _, c := range res.Cases {
+		if c.Status != model.StatusOK || !c.Params.KeepCPUsAwake {
+			t.Errorf("%s: %s %s, keep_cpus_awake %v", c.Key, c.Status, c.Reason, c.Params.KeepCPUsAwake)
+		}
+	}
+	if left := childrenRunning(t, "awake"); len(left) > 0 {
+		t.Errorf("spinner processes %v outlived the run", left)
+	}
+}
+
+// childrenRunning lists this process's children whose command line has
+// the argument arg.
+func childrenRunning(t *testing.T, arg string) []int {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, p := range procs {
+		stat, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 || fields[1] != fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+		if slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+			var pid int
+			fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
