@@ -52,8 +52,8 @@ here): on a virtual machine, waking a halted CPU takes the hypervisor a
 time that varies from one sample to the next by more than the engines
 differ, and it would drown the comparison.
 
-Each ratio is the mean of the per-turn ratios, with its 95% confidence
-interval. Each path takes at least --samples turns and at most
+Each ratio is the geometric mean of the per-turn ratios, with its 95%
+confidence interval. Each path takes at least --samples turns and at most
 --max-samples; it stops earlier once its verdict is settled: the ratio
 and its whole interval within the threshold, or all of them beyond it.
 A verdict still unsettled at --max-samples is marked so: its ratio is

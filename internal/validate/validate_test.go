@@ -27,11 +27,11 @@ func TestCompareFlagsDisagreement(t *testing.T) {
 		got[c.What] = c
 	}
 	tp := got["throughput native/iperf3"]
-	if want := (20/20.5 + 21/21.2 + 19/19.8) / 3; math.Abs(tp.Ratio-want) > 1e-12 || !tp.OK() || !(tp.Low < tp.Ratio && tp.Ratio < tp.High) {
+	if want := math.Cbrt(20 / 20.5 * 21 / 21.2 * 19 / 19.8); math.Abs(tp.Ratio-want) > 1e-12 || !tp.OK() || !(tp.Low < tp.Ratio && tp.Ratio < tp.High) {
 		t.Errorf("throughput: ratio %v in [%v, %v] ok %v; the turns agree within 5%%", tp.Ratio, tp.Low, tp.High, tp.OK())
 	}
 	lat := got["tcp mean round trip native/sockperf"]
-	if want := (10.0/15 + 12.0/14 + 11.0/16) / 3; math.Abs(lat.Ratio-want) > 1e-12 || lat.OK() {
+	if want := math.Cbrt(10.0 / 15 * 12.0 / 14 * 11.0 / 16); math.Abs(lat.Ratio-want) > 1e-12 || lat.OK() {
 		t.Errorf("latency: ratio %v ok %v; 27%% apart must be flagged", lat.Ratio, lat.OK())
 	}
 	if w := got["received bytes/wire payload, iperf3"]; !w.OK() || w.Missing != "" {
@@ -58,15 +58,31 @@ func TestPairedRatiosFollowTheTurns(t *testing.T) {
 	// cancels in the per-turn ratios, so the interval is tight although
 	// each engine's own samples spread widely.
 	s, ok := pairedRatios([]float64{10, 20, 30, 40}, []float64{10.1, 20.1, 30.4, 40.4})
-	if !ok || !(s.CI95Low > 0.98 && s.CI95High < 1 && s.CI95Low < s.CI95High) {
-		t.Errorf("interval %v-%v, want about 0.990 on both sides", s.CI95Low, s.CI95High)
+	if !ok || !(s.Low > 0.98 && s.High < 1 && s.Low < s.Ratio && s.Ratio < s.High) {
+		t.Errorf("ratio %v in %v-%v, want about 0.990 on both sides", s.Ratio, s.Low, s.High)
 	}
 	if _, ok := pairedRatios([]float64{10}, []float64{10}); ok {
 		t.Error("one pair gave an interval")
 	}
 	// Unpaired extras are left out rather than matched with nothing.
-	if s, ok := pairedRatios([]float64{10, 10, 99}, []float64{5, 5}); !ok || s.Mean != 2 || s.CI95Low != 2 || s.CI95High != 2 {
-		t.Errorf("ratio %v in %v-%v, want exactly 2", s.Mean, s.CI95Low, s.CI95High)
+	if s, ok := pairedRatios([]float64{10, 10, 99}, []float64{5, 5}); !ok || math.Abs(s.Ratio-2) > 1e-12 || math.Abs(s.Low-2) > 1e-12 || math.Abs(s.High-2) > 1e-12 {
+		t.Errorf("ratio %v in %v-%v, want exactly 2", s.Ratio, s.Low, s.High)
+	}
+}
+
+func TestPairedRatiosAreSymmetric(t *testing.T) {
+	// One turn where native ran 25% faster and one where it ran 20%
+	// slower: the engines are even, whichever is divided by which. The
+	// arithmetic mean of the ratios would say each is 1.7% ahead of the
+	// other.
+	native, iperf3 := []float64{12.5, 8, 10}, []float64{10, 10, 10}
+	fwd, ok1 := pairedRatios(native, iperf3)
+	rev, ok2 := pairedRatios(iperf3, native)
+	if !ok1 || !ok2 || math.Abs(fwd.Ratio-1) > 1e-12 || math.Abs(rev.Ratio-1) > 1e-12 {
+		t.Errorf("ratios %v and %v, want 1 both ways", fwd.Ratio, rev.Ratio)
+	}
+	if math.Abs(fwd.Low*rev.High-1) > 1e-12 || math.Abs(fwd.High*rev.Low-1) > 1e-12 {
+		t.Errorf("intervals [%v, %v] and [%v, %v] are not reciprocal", fwd.Low, fwd.High, rev.Low, rev.High)
 	}
 }
 
