@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -14,6 +15,7 @@ import (
 type samplingFlags struct {
 	targetCI   float64
 	maxSamples int
+	timeBudget time.Duration
 	maxSteal   float64
 	keepAwake  bool
 }
@@ -21,6 +23,8 @@ type samplingFlags struct {
 func (s *samplingFlags) add(fl *pflag.FlagSet, defaults samplingFlags, targetCIUsage, maxSamplesUsage string) {
 	fl.Float64Var(&s.targetCI, "target-ci", defaults.targetCI, targetCIUsage)
 	fl.IntVar(&s.maxSamples, "max-samples", defaults.maxSamples, maxSamplesUsage)
+	fl.DurationVar(&s.timeBudget, "time-budget", defaults.timeBudget,
+		"stop sampling a path short of --max-samples once it has its --samples and has sampled this long, its engines together (0: no limit)")
 	fl.Float64Var(&s.maxSteal, "max-steal", defaults.maxSteal,
 		"take a sample again when the hypervisor took more than PCT % of a core from this machine during it (0: keep every sample; the steal is recorded either way)")
 	fl.BoolVar(&s.keepAwake, "keep-cpus-awake", defaults.keepAwake,
@@ -33,6 +37,9 @@ func (s samplingFlags) check(fewest int) error {
 	if s.targetCI < 0 || s.targetCI > 100 || s.maxSamples < fewest || s.maxSamples > 1000 {
 		return usageError(fmt.Errorf("--target-ci must be within 0..100 and --max-samples within %d..1000", fewest))
 	}
+	if s.timeBudget < 0 {
+		return usageError(fmt.Errorf("--time-budget must be 0 or more, got %s", s.timeBudget))
+	}
 	if s.maxSteal < 0 {
 		return usageError(fmt.Errorf("--max-steal must be 0 or more, got %g", s.maxSteal))
 	}
@@ -42,5 +49,6 @@ func (s samplingFlags) check(fewest int) error {
 // apply sets the runner's sampling options.
 func (s samplingFlags) apply(o *runner.Options) {
 	o.TargetCIPct, o.MaxSamples, o.MaxStealPct = s.targetCI, s.maxSamples, s.maxSteal
+	o.TimeBudget = s.timeBudget
 	o.KeepCPUsAwake = s.keepAwake
 }

@@ -53,12 +53,15 @@ time that varies from one sample to the next by more than the engines
 differ, and it would drown the comparison.
 
 Each ratio is the geometric mean of the per-turn ratios, with its 95%
-confidence interval. Each path takes at least --samples turns and at most
---max-samples; it stops earlier once its verdict is settled: the ratio
-and its whole interval within the threshold, or all of them beyond it.
-A verdict still unsettled at --max-samples is marked so: its ratio is
-within one interval of the threshold, and another run may land on the
-other side.`,
+confidence interval. Each path takes at least --samples turns; it stops
+once its verdict is settled: the ratio and its whole interval within the
+threshold, or all of them beyond it; or else at --max-samples turns or
+once its turns have taken --time-budget, whichever comes first. A
+throughput turn takes about 2 s and its threshold is tight, so it gets
+many turns within the budget; a sockperf round trip idles 2 s more per
+sample, and its threshold is wider. A verdict still unsettled at the end
+is marked so: its ratio is within one interval of the threshold, and
+another run may land on the other side.`,
 		Example: `  cnbench validate
   cnbench validate --modes veth,bridge --duration 2s --max-samples 40`,
 		Args: cobra.NoArgs,
@@ -127,7 +130,7 @@ other side.`,
 	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
 	fl.IntVar(&samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
-	sampling.add(fl, samplingFlags{maxSamples: 24, maxSteal: 2, keepAwake: true},
+	sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: true},
 		"also stop an engine's case once its own 95% confidence interval is within PCT % of its mean (0: only when its verdict is settled)",
 		"most samples per engine and workload, when the verdict does not settle sooner")
 	fl.StringVar(&place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")

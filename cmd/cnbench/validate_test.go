@@ -67,4 +67,7 @@ func TestValidateFlagsWhatItCannotVouchFor(t *testing.T) {
 	if runtime.NumCPU() >= 2 && !strings.Contains(rep, `"placement": "different_cores"`) && !strings.Contains(rep, `"placement":"different_cores"`) {
 		t.Errorf("the validation run was not pinned to different cores:\n%.2000s", rep)
 	}
+	if !regexp.MustCompile(`"time_budget_ms": ?180000`).MatchString(rep) {
+		t.Errorf("the validation run's cases do not record the default 3 min time budget:\n%.2000s", rep)
+	}
 }

@@ -83,10 +83,15 @@ type Params struct {
 	// With a target confidence interval, sampling goes on past Samples
 	// until the primary metric's 95% interval half-width is within
 	// TargetCIPct % of its mean, or MaxSamples are taken; StoppedBy says
-	// which ("target_ci" or "max_samples").
+	// which ("target_ci" or "max_samples"; "decided" when the runner's
+	// Decide settled its path, "time_budget" as below).
 	TargetCIPct float64 `json:"target_ci_pct,omitempty"`
 	MaxSamples  int     `json:"max_samples,omitempty"`
 	StoppedBy   string  `json:"stopped_by,omitempty"`
+	// TimeBudgetMS, when positive, ends the sampling of a path (its
+	// engines' cases together) once it has its samples and has sampled
+	// this long, short of MaxSamples; StoppedBy says "time_budget".
+	TimeBudgetMS int64 `json:"time_budget_ms,omitempty"`
 	// With MaxStealPct, a sample during which the hypervisor took more
 	// than this much CPU time (in % of one core) from the machine is
 	// taken again, as often as the case has samples to take; Retaken

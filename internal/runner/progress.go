@@ -187,11 +187,15 @@ func (p *progress) sample(c *model.Case, i int) {
 // sampleOf numbers sample i of the case: of a fixed count, or of the
 // most a target interval allows.
 func sampleOf(c *model.Case, i int) string {
+	budget := ""
+	if c.Params.TimeBudgetMS > 0 {
+		budget = fmt.Sprintf(" or %s", time.Duration(c.Params.TimeBudgetMS)*time.Millisecond)
+	}
 	switch {
 	case c.Params.TargetCIPct > 0:
-		return fmt.Sprintf("%d (of %d at most, until within %g%%)", i+1, c.Params.MaxSamples, c.Params.TargetCIPct)
+		return fmt.Sprintf("%d (of %d%s at most, until within %g%%)", i+1, c.Params.MaxSamples, budget, c.Params.TargetCIPct)
 	case c.Params.MaxSamples > c.Params.Samples:
-		return fmt.Sprintf("%d (of %d at most)", i+1, c.Params.MaxSamples)
+		return fmt.Sprintf("%d (of %d%s at most)", i+1, c.Params.MaxSamples, budget)
 	}
 	return fmt.Sprintf("%d/%d", i+1, c.Params.Samples)
 }

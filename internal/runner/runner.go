@@ -50,6 +50,11 @@ type Options struct {
 	// percentage of the mean, or MaxSamples are taken.
 	TargetCIPct float64
 	MaxSamples  int
+	// TimeBudget, when positive, ends a path's sampling past its samples
+	// once it has sampled this long, short of MaxSamples: turns that
+	// cost little (a throughput sample) may then take many more than
+	// costly ones (a sockperf round trip, which idles 2 s per sample).
+	TimeBudget time.Duration
 	// MaxStealPct, when positive, takes again a sample during which the
 	// hypervisor took more than this much CPU (in % of one core) from
 	// the machine: such a sample measures a neighbour's load as much as
@@ -176,6 +181,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 		if r.opts.TargetCIPct > 0 || r.opts.Decide != nil {
 			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
 			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
+			cases[i].Params.TimeBudgetMS = r.opts.TimeBudget.Milliseconds()
 		}
 		cases[i].Params.MaxStealPct = r.opts.MaxStealPct
 		cases[i].Params.KeepCPUsAwake = r.opts.KeepCPUsAwake

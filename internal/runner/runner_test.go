@@ -469,6 +469,41 @@ engines: [native, iperf3, sockperf]
 	}
 }
 
+// TestTurnsStopOnTimeBudget ends a path that is never decided once its
+// time budget is spent, long before its maximum, with its engines in
+// step.
+func TestTurnsStopOnTimeBudget(t *testing.T) {
+	testutil.RequireTool(t, "iperf3")
+	r, st := newTestRunner(t)
+	r.opts.MaxSamples, r.opts.TimeBudget = 50, 3*time.Second
+	r.opts.Decide = func([]*model.Case, [][]model.Sample) bool { return false }
+	began := time.Now()
+	res := runDoc(t, r, st, "budget.yaml", `
+name: budget
+duration: 1s
+warmup: 0s
+samples: 2
+modes: [veth]
+topologies: [chc]
+workloads: [tcp_stream]
+engines: [native, iperf3]
+`)
+	took := time.Since(began)
+	var counts []int
+	for _, c := range res.Cases {
+		if c.Status != model.StatusOK || c.Params.StoppedBy != "time_budget" || c.Params.TimeBudgetMS != 3000 {
+			t.Errorf("%s: %s %s, stopped by %q, budget %d ms; want ok, stopped by the 3000 ms budget", c.Key, c.Status, c.Reason, c.Params.StoppedBy, c.Params.TimeBudgetMS)
+		}
+		counts = append(counts, len(c.Samples))
+	}
+	// A turn of two 1 s samples spends about 2 s: the budget ends the
+	// path after the second turn, rarely the third.
+	if len(counts) != 2 || counts[0] != counts[1] || counts[0] < 2 || counts[0] > 3 {
+		t.Errorf("samples per engine %v; want two equal counts of 2 or 3", counts)
+	}
+	t.Logf("samples per engine %v in %s", counts, took.Round(time.Millisecond))
+}
+
 // TestKeepCPUsAwakeWhileCasesRun runs a ping-pong, which leaves CPUs idle
 // half the time, with spinners: the CPUs must not idle during the run,
 // the cases must record it, and no spinner may outlive the run.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"cnbench/internal/model"
 )
@@ -121,6 +122,7 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 		}
 		live = append(live, t)
 	}
+	began := time.Now()
 	for round := 0; ; round++ {
 		sampled := false
 		seq := slices.Clone(live)
@@ -154,6 +156,10 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 			r.endTurns(turns, pl)
 			return
 		}
+		if err := r.budgetSpent(live, time.Since(began)); err != nil {
+			r.endTurns(turns, pl)
+			return
+		}
 	}
 	r.endTurns(turns, pl)
 }
@@ -167,21 +173,49 @@ func (r *Runner) decide(live []*turn) error {
 	if r.opts.Decide == nil || len(live) < 2 {
 		return nil
 	}
-	var cs []*model.Case
-	var samples [][]model.Sample
+	cs, samples, inStep := pairedTurns(live)
+	if !inStep || !r.opts.Decide(cs, samples) {
+		return nil
+	}
+	return r.stopTurns(live, "decided")
+}
+
+// budgetSpent ends the live turns once they have sampled for their time
+// budget (Params.TimeBudgetMS), between rounds in step as decide does, so
+// that the engines keep as many samples each. Only a store failure is
+// returned, and set on the turns.
+func (r *Runner) budgetSpent(live []*turn, spent time.Duration) error {
+	if len(live) == 0 {
+		return nil
+	}
+	budget := time.Duration(live[0].c.Params.TimeBudgetMS) * time.Millisecond
+	if budget <= 0 || spent < budget {
+		return nil
+	}
+	if _, _, inStep := pairedTurns(live); !inStep {
+		return nil
+	}
+	return r.stopTurns(live, "time_budget")
+}
+
+// pairedTurns returns the live turns' cases and samples when each has
+// at least its samples and as many as the others.
+func pairedTurns(live []*turn) (cs []*model.Case, samples [][]model.Sample, inStep bool) {
 	for _, t := range live {
 		if t.err != nil || t.done || len(t.samples) < t.c.Params.Samples || len(t.samples) != len(live[0].samples) {
-			return nil
+			return nil, nil, false
 		}
 		cs = append(cs, t.c)
 		samples = append(samples, t.samples)
 	}
-	if !r.opts.Decide(cs, samples) {
-		return nil
-	}
+	return cs, samples, true
+}
+
+// stopTurns marks the live turns done, stopped by why, and stores that.
+func (r *Runner) stopTurns(live []*turn, why string) error {
 	for _, t := range live {
 		t.done = true
-		t.c.Params.StoppedBy = "decided"
+		t.c.Params.StoppedBy = why
 		if err := r.store.SetCaseParams(t.c.ID, t.c.Params); err != nil {
 			err = &storeError{err}
 			for _, u := range live {
