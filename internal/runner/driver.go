@@ -41,8 +41,9 @@ type exchange struct {
 	cpuTransactions int64
 	// activeTime, when set, is how long traffic flowed, where the tool
 	// idled for a noticeable part of the sample (sockperf waits 2 s
-	// before it starts). CPU percentages are over this time, so that
-	// they compare with those of an engine that was busy throughout.
+	// before it starts). The processes' CPU and softirq percentages are
+	// over this time, so that they compare with those of an engine that
+	// was busy throughout; steal, the hypervisor's, is over the sample.
 	activeTime time.Duration
 	latencyHDR []byte
 	// Latency percentiles in microseconds, for engines that report them
