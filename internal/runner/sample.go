@@ -47,7 +47,12 @@ func measure(ctx context.Context, d driver, server, client *slot, c model.Case, 
 	if err != nil {
 		return model.Sample{}, err
 	}
+	var watch *stealWatch
+	if server.agent == nil {
+		watch = watchSteal() // this machine's: an agent's steal is its own
+	}
 	x, err := d.exchange(ctx, c, dur)
+	marks := watch.end()
 	if err != nil {
 		return model.Sample{}, err
 	}
@@ -55,13 +60,13 @@ func measure(ctx context.Context, d driver, server, client *slot, c model.Case, 
 	if err != nil {
 		return model.Sample{}, err
 	}
-	return sampleFrom(c, before, after, x)
+	return sampleFrom(c, before, after, x, marks)
 }
 
 // sampleFrom turns an exchange and the CPU readings around it into a
 // sample. The sender of a stream is the client and the receiver the
 // server; for request/response the client sends the requests.
-func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sample, error) {
+func sampleFrom(c model.Case, before, after cpuReading, x exchange, marks []stealMark) (model.Sample, error) {
 	wall := after.at.Sub(before.at)
 	if wall <= 0 {
 		return model.Sample{}, errors.New("measure: the clock did not advance")
@@ -69,19 +74,17 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange) (model.Sampl
 	clientCPU := after.client.Sub(before.client).Total()
 	serverCPU := after.server.Sub(before.server).Total()
 	bothCPU := (clientCPU + serverCPU).Seconds()
-	busy := x.busyTime(wall).Seconds()
+	busyTime := x.busyTime(wall)
+	busy := busyTime.Seconds()
 	v := map[string]float64{
 		model.CPUSenderPct:   100 * clientCPU.Seconds() / busy,
 		model.CPUReceiverPct: 100 * serverCPU.Seconds() / busy,
 	}
 	machine := after.machine.Sub(before.machine)
 	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / busy
-	// Steal is the hypervisor's, whatever the engine does: a rate over
-	// the whole sample. Over sockperf's 1 s of traffic in 3.2 s of life
-	// it read three times its rate, and validate retook sockperf's
-	// samples eight times as often as the native engine's, keeping only
-	// its calmest ones.
-	v[model.CPUStealPct] = 100 * machine.Steal.Seconds() / wall.Seconds()
+	// Steal is the hypervisor's, not the engine's doing: a rate over the
+	// time traffic flowed, where marks tell when that began (stealWatch).
+	v[model.CPUStealPct] = stealPct(before, after, busyTime, marks)
 	if x.retransmitsKnown {
 		v[model.Retransmits] = float64(x.retransmits)
 	}
