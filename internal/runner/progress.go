@@ -26,6 +26,11 @@ type progress struct {
 	started time.Time
 	caseAt  time.Time
 
+	// turns is set while cases take turns sample by sample; each
+	// sample's line then names its engine, or the lines could not be
+	// told apart.
+	turns bool
+
 	mu     sync.Mutex // guards the status line against the ticker
 	status string     // what the status line shows after its clock
 	ticker *time.Ticker
@@ -105,6 +110,7 @@ func (p *progress) startCase(c *model.Case) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.caseAt = time.Now()
+	p.turns = false
 	p.left -= expected(c)
 	if p.w == nil {
 		return
@@ -131,6 +137,7 @@ func (p *progress) startCases(cs []*model.Case) {
 	p.startCase(cs[0])
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.turns = len(cs) > 1
 	for _, c := range cs[1:] {
 		p.left -= expected(c)
 		if p.w != nil && !p.live {
@@ -181,7 +188,16 @@ func (p *progress) phase(c *model.Case, what string) {
 }
 
 func (p *progress) sample(c *model.Case, i int) {
-	p.step(c, "sample "+sampleOf(c, i))
+	p.step(c, p.engineOf(c)+"sample "+sampleOf(c, i))
+}
+
+// engineOf names the case's engine where its lines would otherwise be
+// mistaken for another's.
+func (p *progress) engineOf(c *model.Case) string {
+	if p != nil && p.turns {
+		return c.Engine + " "
+	}
+	return ""
 }
 
 // sampleOf numbers sample i of the case: of a fixed count, or of the
@@ -201,7 +217,7 @@ func sampleOf(c *model.Case, i int) string {
 }
 
 func (p *progress) retake(c *model.Case, i int, stealPct float64) {
-	p.step(c, fmt.Sprintf("sample %s: the hypervisor took %.1f%% of a core (over %g%%); taking it again", sampleOf(c, i), stealPct, c.Params.MaxStealPct))
+	p.step(c, fmt.Sprintf("%ssample %s: the hypervisor took %.1f%% of a core (over %g%%); taking it again", p.engineOf(c), sampleOf(c, i), stealPct, c.Params.MaxStealPct))
 }
 
 func (p *progress) sampleDone(c *model.Case, s model.Sample) {
@@ -210,10 +226,10 @@ func (p *progress) sampleDone(c *model.Case, s model.Sample) {
 	}
 	if result := sampleResult(c, s); result != "" {
 		if p.live {
-			p.step(c, fmt.Sprintf("sample %s: %s", sampleOf(c, s.Index), result))
+			p.step(c, fmt.Sprintf("%ssample %s: %s", p.engineOf(c), sampleOf(c, s.Index), result))
 			return
 		}
-		p.step(c, "  "+result)
+		p.step(c, "  "+p.engineOf(c)+result)
 	}
 }
 

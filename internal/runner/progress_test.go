@@ -48,6 +48,31 @@ func TestProgressPlainLines(t *testing.T) {
 	}
 }
 
+func TestProgressNamesTheEngineOfCasesInTurns(t *testing.T) {
+	var b bytes.Buffer
+	cases := progressCases()
+	cases[0].Engine, cases[1].Engine = "native", "iperf3"
+	p := newProgress(&b, cases)
+	p.startCases([]*model.Case{&cases[0], &cases[1]})
+	for _, c := range []*model.Case{&cases[0], &cases[1]} {
+		p.sample(c, 0)
+		p.sampleDone(c, model.Sample{Index: 0, Values: map[string]float64{model.ThroughputBPS: 9.5e9}})
+	}
+	out := b.String()
+	for _, want := range []string{"[1/2]   native sample 1/2", "[1/2]     native 9.50 Gbit/s", "[1/2]   iperf3 sample 1/2", "[1/2]     iperf3 9.50 Gbit/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// A case on its own needs no name: its key above says it.
+	b.Reset()
+	p.startCase(&cases[0])
+	p.sample(&cases[0], 1)
+	if out := b.String(); strings.Contains(out, "native sample") {
+		t.Errorf("a lone case's sample line names its engine:\n%s", out)
+	}
+}
+
 func TestProgressStatusLine(t *testing.T) {
 	var b bytes.Buffer
 	cases := progressCases()
