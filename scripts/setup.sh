@@ -8,6 +8,10 @@ packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium
 # VM hosts: the emulator, the guest kernel and the guest's shell.
 packages+=(qemu-system-x86 linux-image-cloud-amd64 busybox-static)
 
+# netperf, the studies' classic engine, is in Debian's non-free component.
+packages+=(netperf)
+nonfree=/etc/apt/sources.list.d/cnbench-netperf-non-free.sources
+
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +19,13 @@ done
 if ((${#missing[@]})); then
 	echo "setup: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
+	if [[ " ${missing[*]} " == *" netperf "* && ! -e $nonfree ]] && [[ -z "$(apt-cache madison netperf 2>/dev/null)" ]]; then
+		# Only this one source is added, for the distribution's own
+		# codename and mirror; only netperf is asked of it.
+		. /etc/os-release
+		printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			"$VERSION_CODENAME" >"$nonfree"
+	fi
 	apt-get update -qq
 	# cnbench runs private dockerds and Open vSwitch daemons of its own and
 	# needs only the programs; keep the packages from starting the machine's

@@ -93,16 +93,18 @@ var drivers = map[string]func(ctx context.Context, s driverSetup, c model.Case) 
 	"iperf3":   onePair(newIperf3Driver),
 	"sockperf": onePair(newSockperfDriver),
 	"ping":     onePair(newPingDriver),
+	"netperf":  onePair(newNetperfDriver),
 }
 
 // Engines that generate traffic, in the order doctor shows them.
-var Engines = []string{"native", "iperf3", "sockperf", "ping"}
+var Engines = []string{"native", "iperf3", "sockperf", "ping", "netperf"}
 
 // engineWorkloads lists what each engine can run; "native" runs all.
 var engineWorkloads = map[string][]string{
 	"iperf3":   {"tcp_stream", "udp_stream"},
 	"sockperf": {"tcp_rr", "udp_rr"},
 	"ping":     {"ping"},
+	"netperf":  {"tcp_stream", "tcp_rr", "tcp_crr", "udp_rr"},
 }
 
 // errEngineCannot marks a case its engine cannot run; such a case is
@@ -114,8 +116,14 @@ func EngineAvailable(engine string) error {
 	if engine == "native" {
 		return nil
 	}
-	if _, err := exec.LookPath(engine); err != nil {
-		return fmt.Errorf("%w: %s is not installed", errEngineCannot, engine)
+	programs := []string{engine}
+	if engine == "netperf" {
+		programs = append(programs, "netserver")
+	}
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("%w: %s is not installed", errEngineCannot, p)
+		}
 	}
 	return nil
 }

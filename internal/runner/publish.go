@@ -4,14 +4,17 @@ package runner
 // that publish its port before it exists (docker run -p, CNI portmap).
 const nativePublishedPort = 5301
 
-// publishedPort is the port an engine's server listens on in such modes.
-func publishedPort(engine string) int {
+// publishedPorts are the ports an engine's server listens on in such
+// modes; the first is the one it is reached at.
+func publishedPorts(engine string) []int {
 	switch engine {
 	case "iperf3":
-		return iperf3Port
+		return []int{iperf3Port}
 	case "sockperf":
-		return sockperfPort
+		return []int{sockperfPort}
+	case "netperf":
+		return []int{netperfControlPort, netperfDataPort}
 	default:
-		return nativePublishedPort
+		return []int{nativePublishedPort}
 	}
 }

@@ -395,7 +395,7 @@ type placed struct {
 	// expose publishes a port of the server and returns what clients dial.
 	expose func(port int) (netip.AddrPort, error)
 	// published is set where a Publisher mode published each engine's
-	// port (publishedPort) before the server existed.
+	// port (publishedPorts) before the server existed.
 	published bool
 	// close removes everything placing made.
 	close func() error
@@ -405,7 +405,7 @@ type placed struct {
 func (pl placed) setup(r *Runner, engine string) driverSetup {
 	s := driverSetup{server: pl.server, client: pl.client, engineCommand: r.opts.EngineCommand, expose: pl.expose}
 	if pl.published {
-		s.listenPort = publishedPort(engine)
+		s.listenPort = publishedPorts(engine)[0]
 	}
 	return s
 }
@@ -421,7 +421,7 @@ func (r *Runner) placeLocal(c *model.Case, d mode.Descriptor, opts topo.Options,
 	p, published := m.(mode.Publisher)
 	if published {
 		for _, e := range engines {
-			p.Publish(publishedPort(e))
+			p.Publish(publishedPorts(e)...)
 		}
 	}
 	g, err := r.placeGroup(t, m, c.Params)

@@ -26,3 +26,10 @@ func RequireTool(t testing.TB, name string) string {
 	}
 	return path
 }
+
+// HasTool reports whether the named program is on PATH, for tests that
+// check more where it is.
+func HasTool(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}

@@ -125,3 +125,64 @@ func TestParsePing(t *testing.T) {
 		t.Errorf("no reply: %+v", lost)
 	}
 }
+
+func TestParseNetperfStream(t *testing.T) {
+	r, err := ParseNetperf(read(t, "netperf-tcp-stream.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ReceivedBytes != 4447272960 || r.SentBytes != 4447272960 || r.Elapsed != time.Second {
+		t.Errorf("sent %d received %d in %v", r.SentBytes, r.ReceivedBytes, r.Elapsed)
+	}
+	if r.ThroughputBPS != 35573.24e6 {
+		t.Errorf("throughput %v bit/s, want netperf's 35573.24 10^6bits/s", r.ThroughputBPS)
+	}
+	if !r.HasRetransmits || r.Retransmits != 0 {
+		t.Errorf("retransmits %d known %v", r.Retransmits, r.HasRetransmits)
+	}
+}
+
+func TestParseNetperfRequestResponse(t *testing.T) {
+	for _, tc := range []struct {
+		file          string
+		rate, mean    float64
+		p50, p90, p99 float64
+		transactions  int64
+		retransKnown  bool
+	}{
+		{"netperf-tcp-rr.txt", 48154.061, 20.71, 20, 21, 31, 48154, true},
+		// Where the kernel gave no count, netperf prints -1: UDP has
+		// none, and TCP_CRR's connections close before it asks.
+		{"netperf-tcp-crr.txt", 14183.560, 70.39, 69, 78, 113, 14184, false},
+		{"netperf-udp-rr.txt", 53521.950, 18.63, 18, 19, 29, 53522, false},
+	} {
+		r, err := ParseNetperf(read(t, tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		got := []float64{r.TransactionRate, r.MeanUS, r.PercentilesUS[50], r.PercentilesUS[90], r.PercentilesUS[99]}
+		want := []float64{tc.rate, tc.mean, tc.p50, tc.p90, tc.p99}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%s: rate, mean, p50, p90, p99 = %v, want %v", tc.file, got, want)
+				break
+			}
+		}
+		if r.Transactions() != tc.transactions || r.HasRetransmits != tc.retransKnown || r.ThroughputBPS != 0 {
+			t.Errorf("%s: %d transactions, retransmits known %v, %v bit/s", tc.file, r.Transactions(), r.HasRetransmits, r.ThroughputBPS)
+		}
+		if r.MinUS <= 0 || r.MaxUS < r.PercentilesUS[99] {
+			t.Errorf("%s: min %v max %v", tc.file, r.MinUS, r.MaxUS)
+		}
+	}
+}
+
+func TestParseNetperfError(t *testing.T) {
+	_, err := ParseNetperf(read(t, "netperf-refused.txt"))
+	if err == nil || !strings.Contains(err.Error(), "are you sure there is a netserver listening") {
+		t.Fatalf("got %v, want netperf's own complaint", err)
+	}
+	if _, err := ParseNetperf([]byte("ELAPSED_TIME=1.00\nTHROUGHPUT_UNITS=Trans/s\n")); err == nil {
+		t.Fatal("accepted a run that moved nothing")
+	}
+}

@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"cnbench/internal/model"
+	"cnbench/internal/tools"
+)
+
+// netperf talks to netserver on a control port and opens its data
+// connection to a second port. Both are fixed, so that modes which
+// publish ports (NAT, docker run -p, CNI portmap) can publish them.
+const (
+	netperfControlPort = 12865
+	netperfDataPort    = 12866
+)
+
+// netperfTests maps each workload to netperf's test.
+var netperfTests = map[string]string{
+	"tcp_stream": "TCP_STREAM",
+	"tcp_rr":     "TCP_RR",
+	"tcp_crr":    "TCP_CRR",
+	"udp_rr":     "UDP_RR",
+}
+
+// netperfDriver runs netperf: a netserver that stays up for the whole
+// case and forks a child per test, and one netperf client run per
+// sample, whose keyval output is parsed.
+type netperfDriver struct {
+	server *proc
+	client *slot
+	target string
+	port   string
+}
+
+func newNetperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
+	if _, err := netperfArgs(c); err != nil {
+		return nil, err
+	}
+	addr := s.server.ep.Addr.String()
+	args := []string{"netserver", "-D", "-L", addr + ",inet", "-p", strconv.Itoa(netperfControlPort)}
+	srv, target, err := startToolServer(ctx, s, args, "tcp", netperfControlPort)
+	if err != nil {
+		return nil, err
+	}
+	// The client dials the data port at the address it reaches the
+	// control port at; a mode must publish it under the same number.
+	data, err := s.expose(netperfDataPort)
+	if err == nil && (data.Addr() != target.Addr() || data.Port() != netperfDataPort) {
+		err = fmt.Errorf("%w: netperf needs its data port %d reachable at %s:%d, where the control port is; the mode gives %s",
+			errEngineCannot, netperfDataPort, target.Addr(), netperfDataPort, data)
+	}
+	if err != nil {
+		srv.stopWithin(0)
+		return nil, err
+	}
+	return &netperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port()))}, nil
+}
+
+// netperfArgs are the netperf test and test-specific flags for a case.
+func netperfArgs(c model.Case) ([]string, error) {
+	p := c.Params
+	test, ok := netperfTests[c.Workload]
+	if !ok {
+		return nil, fmt.Errorf("%w: netperf does not run %s", errEngineCannot, c.Workload)
+	}
+	if p.Flows > 1 {
+		return nil, fmt.Errorf("%w: netperf runs one flow per process; this case asks for %d", errEngineCannot, p.Flows)
+	}
+	for _, knob := range []struct {
+		set  bool
+		name string
+	}{{p.MSS > 0, "mss"}, {p.SendBuffer > 0 || p.ReceiveBuffer > 0, "socket buffers"}, {p.CC != "", "congestion control"}} {
+		if knob.set {
+			return nil, fmt.Errorf("%w: cnbench runs netperf with the kernel's defaults; this case sets %s", errEngineCannot, knob.name)
+		}
+	}
+	args := []string{"-t", test}
+	test2 := []string{"--", "-P", "," + strconv.Itoa(netperfDataPort), "-k", strings.Join(tools.NetperfKeys, ",")}
+	if c.Workload == "tcp_stream" {
+		test2 = append(test2, "-m", strconv.Itoa(p.MsgSize))
+	} else {
+		test2 = append(test2, "-r", strconv.Itoa(p.RequestSize)+","+strconv.Itoa(p.ResponseSize))
+	}
+	// TCP_NODELAY as the native engine has it: on for request/response
+	// unless turned off, off for streams unless turned on.
+	rr := c.Workload == "tcp_rr" || c.Workload == "tcp_crr"
+	if p.NoDelay == "on" || (rr && p.NoDelay != "off") {
+		test2 = append(test2, "-D")
+	}
+	return append(args, test2...), nil
+}
+
+func (d *netperfDriver) stop() error {
+	d.server.stopWithin(0)
+	return nil
+}
+
+func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
+	secs := wholeSeconds(dur)
+	test, err := netperfArgs(c)
+	if err != nil {
+		return exchange{}, err
+	}
+	// -P 0: no banner. -a and -A: page-aligned buffers on both sides,
+	// as iperf3's and cnbench's own are; netperf aligns to 8 bytes by
+	// default, and copies from a misaligned buffer cost its streams up
+	// to a third of their throughput on some CPUs.
+	args := []string{"netperf", "-H", d.target, "-p", d.port, "-4", "-l", strconv.Itoa(secs), "-P", "0",
+		"-a", "4096,4096", "-A", "4096,4096"}
+	if c.Workload != "tcp_stream" {
+		// The latency statistics; they time every transaction, which a
+		// stream does not need (they cost it 8% on loopback).
+		args = append(args, "-j")
+	}
+	args = append(args, test...)
+	p, err := d.client.start(args, nil)
+	if err != nil {
+		return exchange{}, err
+	}
+	waitErr := p.wait(time.Duration(secs)*time.Second + 15*time.Second)
+	r, err := tools.ParseNetperf([]byte(p.stdout.String() + p.stderr.String()))
+	if waitErr != nil {
+		return exchange{}, fmt.Errorf("%w: %s", waitErr, strings.TrimSpace(p.stderr.String()))
+	}
+	if err != nil {
+		return exchange{}, err
+	}
+	if c.Workload == "tcp_stream" {
+		// The time from the precise throughput, not the elapsed time
+		// netperf rounds to 10 ms (1% of a 1 s sample).
+		took := r.Elapsed
+		if r.ThroughputBPS > 0 && r.ReceivedBytes > 0 {
+			took = time.Duration(float64(r.ReceivedBytes) * 8 / r.ThroughputBPS * float64(time.Second))
+		}
+		return exchange{sentBytes: r.SentBytes, receivedBytes: r.ReceivedBytes, receiveTime: took,
+			retransmits: r.Retransmits, retransmitsKnown: r.HasRetransmits}, nil
+	}
+	lat := map[string]float64{model.LatencyMeanUS: r.MeanUS}
+	for _, q := range model.LatencyPercentiles {
+		if v, ok := r.PercentilesUS[q.Quantile]; ok {
+			lat[q.Name] = v
+		}
+	}
+	x := exchange{transactions: r.Transactions(), txTime: r.Elapsed, latencyUS: lat}
+	if c.Workload != "tcp_rr" {
+		x.more = &moreExchange{txPerS: r.TransactionRate, udp: c.Workload == "udp_rr"}
+	}
+	return x, nil
+}

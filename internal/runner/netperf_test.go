@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"testing"
+
+	"cnbench/internal/model"
+	"cnbench/internal/testutil"
+)
+
+// TestNetperfEngine runs every workload netperf has next to the native
+// engine, through NAT, whose published ports netperf's control and data
+// connections both cross: each netperf case is measured, its stream's
+// bytes match what the receiver's interfaces counted, and its numbers
+// are of the native engine's order on the same path.
+func TestNetperfEngine(t *testing.T) {
+	testutil.RequireTool(t, "netperf")
+	testutil.RequireTool(t, "netserver")
+	cases := runScenarioText(t, `
+name: netperf
+duration: 1s
+warmup: 0s
+samples: 1
+modes: [nat]
+topologies: [chc]
+workloads:
+  - {type: tcp_stream, msg_size: 128K}
+  - {type: tcp_rr, request_size: 64, response_size: 64}
+  - {type: tcp_crr, request_size: 64, response_size: 64}
+  - {type: udp_rr, request_size: 64, response_size: 64}
+  - {type: tcp_stream, msg_size: 128K, flows: 2}
+engines: [native, netperf]
+`)
+	native := map[string]map[string]float64{}
+	for _, c := range cases {
+		if c.Engine == "native" {
+			if v, ok := measured(t, c); ok {
+				native[pathKey(&c.Case)] = v
+			}
+		}
+	}
+	for _, c := range cases {
+		if c.Engine != "netperf" {
+			continue
+		}
+		if c.Params.Flows > 1 {
+			if c.Status != model.StatusSkipped {
+				t.Errorf("%s: %s, want skipped: netperf runs one flow per process", c.Key, c.Status)
+			}
+			continue
+		}
+		v, ok := measured(t, c)
+		if !ok {
+			continue
+		}
+		n := native[pathKey(&c.Case)]
+		t.Logf("%-50s netperf %v", c.Key, v)
+		t.Logf("%-50s native  %v", c.Key, n)
+		metric := model.TransactionsPerS
+		if c.Workload == "tcp_stream" {
+			metric = model.ThroughputBPS
+			if r := v[model.AppWireRatio]; r < 0.98 || r > 1.02 {
+				t.Errorf("%s: received bytes over the wire's payload %.4f", c.Key, r)
+			}
+		} else {
+			mean := v[model.LatencyMeanUS]
+			if !(mean > 1 && v[model.LatencyP50US] > 0 && v[model.LatencyP99US] >= v[model.LatencyP50US]) {
+				t.Errorf("%s: mean %.1f us, p50 %.1f, p99 %.1f", c.Key, mean, v[model.LatencyP50US], v[model.LatencyP99US])
+			}
+			// One transaction outstanding: the rate is the round
+			// trip's inverse.
+			if tps := v[model.TransactionsPerS]; tps < 0.5e6/mean || tps > 2e6/mean {
+				t.Errorf("%s: %.0f tx/s against a mean round trip of %.1f us", c.Key, tps, mean)
+			}
+		}
+		// Engines that measure the same path land within a factor of two
+		// of each other even on a loaded machine; a wrong unit or a
+		// misread field does not.
+		if r := v[metric] / n[metric]; !(r > 0.5 && r < 2) {
+			t.Errorf("%s: %s %.4g with netperf, %.4g with the native engine", c.Key, metric, v[metric], n[metric])
+		}
+	}
+}
