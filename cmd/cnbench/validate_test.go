@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,14 +16,19 @@ import (
 // TestValidateFlagsWhatItCannotVouchFor runs validate on the bridge mode
 // with a throughput threshold of zero, which no two engines meet: it must
 // print every check with its ratio and per-turn interval, flag the
-// throughput, hold both engines' bytes to the interface counters, pin the
-// engines, and exit 1.
+// throughput unless the native engine lies between iperf3 and netperf,
+// hold every stream engine's bytes to the interface counters, pin the
+// engines, and exit 1 or, between the references, 0.
 func TestValidateFlagsWhatItCannotVouchFor(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: validate creates network namespaces")
 	}
 	testutil.RequireTool(t, "iperf3")
 	testutil.RequireTool(t, "sockperf")
+	withNetperf := testutil.HasTool("netperf") && testutil.HasTool("netserver")
+	if !withNetperf {
+		t.Log("netperf is not installed: its checks must say so")
+	}
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "v.db")
 	cmd := exec.Command(bin, "validate", "--modes", "bridge", "--samples", "2", "--max-samples", "2", "--duration", "1s",
@@ -32,30 +38,77 @@ func TestValidateFlagsWhatItCannotVouchFor(t *testing.T) {
 	err := cmd.Run()
 	out := stdout.String()
 	t.Logf("validate:\n%s%s", out, stderr.String())
-	if code := cmd.ProcessState.ExitCode(); code != 1 || err == nil {
-		t.Fatalf("exit %d, want 1 for a zero threshold", code)
-	}
 	rows := map[string]string{}
+	checks := []string{
+		"throughput native/iperf3", "throughput native/netperf",
+		"tcp mean round trip native/sockperf", "tcp mean round trip native/netperf",
+		"udp mean round trip native/sockperf", "udp mean round trip native/netperf",
+		"received bytes/wire payload, native", "received bytes/wire payload, iperf3", "received bytes/wire payload, netperf",
+	}
 	for _, line := range strings.Split(out, "\n") {
-		for _, what := range []string{"throughput native/iperf3", "tcp mean round trip native/sockperf", "udp mean round trip native/sockperf", "received bytes/wire payload, native", "received bytes/wire payload, iperf3"} {
+		for _, what := range checks {
 			if strings.Contains(line, what) {
 				rows[what] = line
 			}
 		}
 	}
-	if len(rows) != 5 {
-		t.Fatalf("%d of 5 checks printed", len(rows))
+	if len(rows) != len(checks) {
+		t.Fatalf("%d of %d checks printed", len(rows), len(checks))
 	}
 	interval := regexp.MustCompile(`\[-?\d+\.\d{3}, \d+\.\d{3}\]`)
-	if r := rows["throughput native/iperf3"]; !strings.Contains(r, "DISAGREE") || !interval.MatchString(r) {
-		t.Errorf("throughput row not flagged with its interval: %s", r)
+	ratio := regexp.MustCompile(`\s(\d+\.\d{3})\s+\[`)
+	throughput := []string{rows["throughput native/iperf3"], rows["throughput native/netperf"]}
+	between := 0
+	for _, r := range throughput {
+		if strings.Contains(r, "not compared") {
+			continue
+		}
+		if !interval.MatchString(r) {
+			t.Errorf("throughput row without its interval: %s", r)
+		}
+		switch {
+		case strings.Contains(r, "agree: between it and"):
+			between++
+		case !strings.Contains(r, "DISAGREE"):
+			t.Errorf("throughput row neither flagged nor between the references at a zero threshold: %s", r)
+		}
+	}
+	switch {
+	case !withNetperf && !strings.Contains(throughput[1], "not compared: netperf"):
+		t.Errorf("netperf's throughput check does not say it is missing: %s", throughput[1])
+	case between == 1:
+		t.Errorf("only one of the two references has the native engine between them:\n%s\n%s", throughput[0], throughput[1])
+	case between == 2:
+		// Between means one ratio above 1 and the other below.
+		side := func(row string) float64 {
+			m := ratio.FindStringSubmatch(row)
+			if m == nil {
+				return 0
+			}
+			v, _ := strconv.ParseFloat(m[1], 64)
+			return v - 1
+		}
+		if a, b := side(throughput[0]), side(throughput[1]); a*b >= 0 {
+			t.Errorf("between the references, yet both ratios on one side of 1:\n%s\n%s", throughput[0], throughput[1])
+		}
+	}
+	want := 1
+	if between == 2 {
+		want = 0
+	}
+	if code := cmd.ProcessState.ExitCode(); code != want {
+		t.Fatalf("exit %d (%v), want %d", code, err, want)
 	}
 	for _, what := range []string{"tcp mean round trip native/sockperf", "udp mean round trip native/sockperf"} {
 		if r := rows[what]; !interval.MatchString(r) {
 			t.Errorf("round-trip row without its interval: %s", r)
 		}
 	}
-	for _, e := range []string{"native", "iperf3"} {
+	engines := []string{"native", "iperf3"}
+	if withNetperf {
+		engines = append(engines, "netperf")
+	}
+	for _, e := range engines {
 		if r := rows["received bytes/wire payload, "+e]; !strings.Contains(r, "agree") || strings.Contains(r, "DISAGREE") {
 			t.Errorf("%s's bytes disagree with the interface counters: %s", e, r)
 		}

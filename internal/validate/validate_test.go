@@ -134,3 +134,66 @@ func TestDecideComparesThePathsEngines(t *testing.T) {
 		t.Error("decided without a reference engine")
 	}
 }
+
+// TestReferencesAreJudgedTogether holds the native engine to the span of
+// the references: iperf3 alone 10% behind both netperf and the native
+// engine is iperf3's own doing, a native engine between the two agrees,
+// and one beyond both by more than the threshold does not.
+func TestReferencesAreJudgedTogether(t *testing.T) {
+	stream := func(native, iperf3, netperf []float64) map[string]Check {
+		res := &model.RunResult{Cases: []model.CaseResult{
+			caseWith("bridge", "tcp_stream", "native", model.ThroughputBPS, native...),
+			caseWith("bridge", "tcp_stream", "iperf3", model.ThroughputBPS, iperf3...),
+		}}
+		if netperf != nil {
+			res.Cases = append(res.Cases, caseWith("bridge", "tcp_stream", "netperf", model.ThroughputBPS, netperf...))
+		}
+		got := map[string]Check{}
+		for _, c := range Compare(res, DefaultThresholds) {
+			got[c.What] = c
+		}
+		return got
+	}
+	native := []float64{24, 24.2, 23.8, 24.1, 23.9}
+	slow := []float64{21.8, 22, 21.6, 21.9, 21.7}     // 10% behind
+	same := []float64{24.1, 24.1, 23.9, 24, 24}       // within 1%
+	lower := []float64{22.6, 22.8, 22.4, 22.7, 22.5}  // 6% behind
+	higher := []float64{25.6, 25.8, 25.4, 25.7, 25.5} // 6% ahead
+
+	got := stream(native, slow, same)
+	ip, np := got["throughput native/iperf3"], got["throughput native/netperf"]
+	if !np.Within() || !np.Settled() || np.By != "" {
+		t.Errorf("netperf within 1%%: %+v", np)
+	}
+	if ip.Within() || !ip.OK() || ip.By != "netperf" || ip.Between || !ip.Settled() {
+		t.Errorf("iperf3 10%% behind while netperf agrees: ok %v by %q between %v settled %v", ip.OK(), ip.By, ip.Between, ip.Settled())
+	}
+
+	got = stream(native, lower, higher)
+	ip, np = got["throughput native/iperf3"], got["throughput native/netperf"]
+	if !ip.OK() || !np.OK() || !ip.Between || !np.Between || ip.By != "netperf" || np.By != "iperf3" || !ip.Settled() {
+		t.Errorf("native between iperf3 (-6%%) and netperf (+6%%): iperf3 %+v, netperf %+v", ip, np)
+	}
+
+	got = stream(native, slow, lower)
+	if ip, np := got["throughput native/iperf3"], got["throughput native/netperf"]; ip.OK() || np.OK() {
+		t.Errorf("native 6%% and 10%% ahead of both references passed: iperf3 ok %v, netperf ok %v", ip.OK(), np.OK())
+	}
+
+	got = stream(native, slow, nil)
+	if ip := got["throughput native/iperf3"]; ip.OK() || !ip.Settled() || got["throughput native/netperf"].Missing == "" {
+		t.Errorf("iperf3 alone 10%% behind: ok %v settled %v; netperf's check %+v", ip.OK(), ip.Settled(), got["throughput native/netperf"])
+	}
+
+	// The stopping rule sees the same: settled once the span vouches.
+	decide := Decide(DefaultThresholds)
+	var cases []*model.Case
+	var samples [][]model.Sample
+	for engine, xs := range map[string][]float64{"native": native, "iperf3": slow, "netperf": same} {
+		c := caseWith("bridge", "tcp_stream", engine, model.ThroughputBPS, xs...)
+		cases, samples = append(cases, &c.Case), append(samples, c.Samples)
+	}
+	if !decide(cases, samples) {
+		t.Error("a path where netperf vouches for the native engine was not settled")
+	}
+}
