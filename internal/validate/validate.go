@@ -143,6 +143,11 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 	return checks
 }
 
+// settledWithin reports whether the whole interval lies within the limit.
+func (c Check) settledWithin() bool {
+	return c.High > 0 && c.Low >= 1-c.Limit && c.High <= 1+c.Limit
+}
+
 // judgeTogether holds the native engine to the span of the reference
 // engines of one metric on one path, widened by the threshold, rather
 // than to each of them. Tools measure a path with their own habits:
@@ -155,7 +160,7 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 func judgeTogether(checks []Check) {
 	for i := range checks {
 		a := &checks[i]
-		if a.Missing != "" || a.Within() {
+		if a.Missing != "" || a.settledWithin() {
 			continue
 		}
 		for _, b := range checks {
@@ -165,10 +170,13 @@ func judgeTogether(checks []Check) {
 			var by, between, settled bool
 			switch {
 			case b.Within():
-				by, settled = true, b.High > 0 && b.Low >= 1-b.Limit && b.High <= 1+b.Limit
+				by, settled = true, b.settledWithin()
 			case (a.Ratio-1)*(b.Ratio-1) < 0:
 				by, between = true, true
 				settled = (a.Low > 1 && b.High > 0 && b.High < 1) || (a.High > 0 && a.High < 1 && b.Low > 1)
+			}
+			if a.Within() && !settled {
+				continue // its own verdict already agrees; only a settled one adds
 			}
 			if by && (a.By == "" || (settled && !a.BySettled)) {
 				a.By, a.Between, a.BySettled = b.reference, between, settled
@@ -185,10 +193,10 @@ func (c Check) Settled() bool {
 	if c.Missing != "" || c.High == 0 {
 		return false
 	}
-	lo, hi := 1-c.Limit, 1+c.Limit
-	if c.Low >= lo && c.High <= hi {
+	if c.settledWithin() {
 		return true
 	}
+	lo, hi := 1-c.Limit, 1+c.Limit
 	if c.By != "" {
 		return c.BySettled
 	}

@@ -185,6 +185,14 @@ func TestReferencesAreJudgedTogether(t *testing.T) {
 		t.Errorf("iperf3 alone 10%% behind: ok %v settled %v; netperf's check %+v", ip.OK(), ip.Settled(), got["throughput native/netperf"])
 	}
 
+	// iperf3 within 5% but spread too widely to say so for sure, where
+	// netperf agrees for sure: the metric's verdict is settled.
+	wide := []float64{21.5, 25.5, 22, 25, 22.5}
+	got = stream(native, wide, same)
+	if ip := got["throughput native/iperf3"]; !ip.Within() || ip.By != "netperf" || !ip.Settled() {
+		t.Errorf("iperf3 %.3f [%.3f, %.3f] beside a settled netperf: by %q settled %v", ip.Ratio, ip.Low, ip.High, ip.By, ip.Settled())
+	}
+
 	// The stopping rule sees the same: settled once the span vouches.
 	decide := Decide(DefaultThresholds)
 	var cases []*model.Case
