@@ -1,13 +1,17 @@
-// Command enginevs measures cnbench's native engine against iperf3 and
-// sockperf on the same paths, in one run, and prints the ratios of their
-// medians:
+// Command enginevs measures cnbench's native engine against iperf3,
+// netperf and sockperf on the same paths, in one run, and prints the
+// ratios of their medians:
 //
-//   - tcp_stream throughput, native / iperf3 (target >= 0.95)
-//   - CPU-seconds per GB, native / iperf3 (target <= 1.10)
-//   - tcp_rr mean round trip, native / sockperf ping-pong (target <= 1.10)
+//   - tcp_stream throughput, native / iperf3 and native / netperf
+//     (target >= 0.95)
+//   - CPU-seconds per GB, native / iperf3 and native / netperf
+//     (target <= 1.10)
+//   - tcp_rr mean round trip, native / sockperf ping-pong and
+//     native / netperf TCP_RR (target <= 1.10)
 //
 // The engines of a path take turns on it, sample by sample, with sender
 // and receiver pinned to a core each unless -placement says otherwise.
+// An engine that is not installed shows n/a.
 // Run it as root on a quiet machine: go run ./bench/enginevs
 package main
 
@@ -64,7 +68,7 @@ func run(modes string, samples int, duration time.Duration, place, db string) er
 	}
 	doc := fmt.Sprintf(`
 name: enginevs
-description: the native engine against iperf3 and sockperf on the same paths
+description: the native engine against iperf3, netperf and sockperf on the same paths
 duration: %dms
 warmup: 1s
 samples: %d
@@ -74,7 +78,7 @@ placement: [%s]
 workloads:
   - {type: tcp_stream, flows: 1, msg_size: 128K}
   - {type: tcp_rr, request_size: 64, response_size: 64}
-engines: [native, iperf3, sockperf]
+engines: [native, iperf3, netperf, sockperf]
 `, duration.Milliseconds(), samples, modes, place)
 	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
 		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: runner.Workloads, Engines: runner.Engines,
@@ -136,16 +140,18 @@ func median(res *model.RunResult, mode, workload, engine, metric string) float64
 
 func printRatios(res *model.RunResult, modes []string) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "mode\tnative Gbit/s\tiperf3 Gbit/s\tthroughput ratio (>=0.95)\tnative s/GB\tiperf3 s/GB\tcpu ratio (<=1.10)\tnative rtt us\tsockperf rtt us\tlatency ratio (<=1.10)\t\n")
+	fmt.Fprintf(w, "mode\tnative Gbit/s\tiperf3\tnetperf\tthroughput ratio (>=0.95) iperf3\tnetperf\t"+
+		"native s/GB\tiperf3\tnetperf\tcpu ratio (<=1.10) iperf3\tnetperf\t"+
+		"native rtt us\tsockperf\tnetperf\tlatency ratio (<=1.10) sockperf\tnetperf\t\n")
 	for _, m := range modes {
-		tn := median(res, m, "tcp_stream", "native", model.ThroughputBPS)
-		ti := median(res, m, "tcp_stream", "iperf3", model.ThroughputBPS)
-		cn := median(res, m, "tcp_stream", "native", model.CPUSPerGB)
-		ci := median(res, m, "tcp_stream", "iperf3", model.CPUSPerGB)
-		ln := median(res, m, "tcp_rr", "native", model.LatencyMeanUS)
-		ls := median(res, m, "tcp_rr", "sockperf", model.LatencyMeanUS)
-		fmt.Fprintf(w, "%s\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t%s\t%.1f\t%.1f\t%s\t\n", label(m),
-			tn/1e9, ti/1e9, ratio(tn, ti, 0.95, true), cn, ci, ratio(cn, ci, 1.10, false), ln, ls, ratio(ln, ls, 1.10, false))
+		at := func(workload, engine, metric string) float64 { return median(res, m, workload, engine, metric) }
+		tn, ti, tp := at("tcp_stream", "native", model.ThroughputBPS), at("tcp_stream", "iperf3", model.ThroughputBPS), at("tcp_stream", "netperf", model.ThroughputBPS)
+		cn, ci, cp := at("tcp_stream", "native", model.CPUSPerGB), at("tcp_stream", "iperf3", model.CPUSPerGB), at("tcp_stream", "netperf", model.CPUSPerGB)
+		ln, ls, lp := at("tcp_rr", "native", model.LatencyMeanUS), at("tcp_rr", "sockperf", model.LatencyMeanUS), at("tcp_rr", "netperf", model.LatencyMeanUS)
+		fmt.Fprintf(w, "%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", label(m),
+			tn/1e9, ti/1e9, tp/1e9, ratio(tn, ti, 0.95, true), ratio(tn, tp, 0.95, true),
+			cn, ci, cp, ratio(cn, ci, 1.10, false), ratio(cn, cp, 1.10, false),
+			ln, ls, lp, ratio(ln, ls, 1.10, false), ratio(ln, lp, 1.10, false))
 	}
 	w.Flush()
 	fmt.Printf("medians of %d samples per engine; run %d, %s\n", res.Cases[0].Params.Samples, res.Run.ID, res.Run.Env.CPUModel)
