@@ -102,7 +102,7 @@ var Engines = []string{"native", "iperf3", "sockperf", "ping", "netperf"}
 // engineWorkloads lists what each engine can run; "native" runs all.
 var engineWorkloads = map[string][]string{
 	"iperf3":   {"tcp_stream", "udp_stream"},
-	"sockperf": {"tcp_rr", "udp_rr"},
+	"sockperf": {"tcp_rr", "udp_rr", "udp_stream"},
 	"ping":     {"ping"},
 	"netperf":  {"tcp_stream", "tcp_rr", "tcp_crr", "udp_rr"},
 }

@@ -32,6 +32,9 @@ type moreExchange struct {
 	udp                                            bool
 	sentPackets, receivedPackets, lost, outOfOrder int64
 	jitterNS                                       float64
+	// noJitter says the engine measured neither jitter nor order, as a
+	// sender-only tool does not.
+	noJitter bool
 	// udp_rr and ping: tries that got no answer.
 	tried, unanswered int64
 	// ping round trips, ns.

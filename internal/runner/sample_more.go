@@ -21,8 +21,10 @@ func moreValues(c model.Case, s *model.Sample, x exchange, before, after cpuRead
 		v[model.SentPackets] = float64(m.sentPackets)
 		v[model.ReceivedPackets] = float64(m.receivedPackets)
 		v[model.LossPct] = 100 * float64(m.lost) / float64(m.sentPackets)
-		v[model.OutOfOrder] = float64(m.outOfOrder)
-		v[model.JitterUS] = m.jitterNS / 1e3
+		if !m.noJitter {
+			v[model.OutOfOrder] = float64(m.outOfOrder)
+			v[model.JitterUS] = m.jitterNS / 1e3
+		}
 		if x.sentBytes > 0 {
 			v[model.SentBytes] = float64(x.sentBytes)
 		}

@@ -16,18 +16,26 @@ const sockperfPort = 11111
 // sockperfDriver runs sockperf ping-pong for request/response, over TCP
 // for tcp_rr and over UDP (sockperf's own default) for udp_rr: a server
 // that echoes every message, and one client run per sample that reports
-// full round-trip times.
+// full round-trip times. For udp_stream it runs sockperf throughput
+// against the same server.
 type sockperfDriver struct {
 	server *proc
-	client *slot
-	target string
-	port   string
+	// serverSlot is where the server runs, whose namespace's UDP
+	// counters say what arrived of a throughput run.
+	serverSlot *slot
+	client     *slot
+	target     string
+	port       string
 	// proto is "--tcp", or empty for UDP.
 	proto []string
 }
 
 func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
-	if c.Params.RequestSize != c.Params.ResponseSize {
+	if c.Workload == "udp_stream" {
+		if _, err := sockperfThroughputArgs(c); err != nil {
+			return nil, err
+		}
+	} else if c.Params.RequestSize != c.Params.ResponseSize {
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
 			errEngineCannot, c.Params.RequestSize, c.Params.ResponseSize)
 	}
@@ -41,7 +49,7 @@ func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver
 	if err != nil {
 		return nil, err
 	}
-	return &sockperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto}, nil
+	return &sockperfDriver{server: srv, serverSlot: s.server, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto}, nil
 }
 
 func (d *sockperfDriver) stop() error {
@@ -50,6 +58,9 @@ func (d *sockperfDriver) stop() error {
 }
 
 func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
+	if c.Workload == "udp_stream" {
+		return d.throughput(c, dur)
+	}
 	secs := wholeSeconds(dur)
 	args := append([]string{"sockperf", "ping-pong", "-i", d.target, "-p", d.port,
 		"-t", strconv.Itoa(secs), "-m", strconv.Itoa(c.Params.RequestSize), "--full-rtt"}, d.proto...)
@@ -73,6 +84,74 @@ func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Du
 	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: lat, cpuTransactions: r.AllTransactions, activeTime: r.RunTime}
 	if c.Workload == "udp_rr" {
 		x.more = &moreExchange{txPerS: float64(r.Transactions) / r.ValidTime.Seconds(), udp: true}
+	}
+	return x, nil
+}
+
+// sockperfThroughputArgs are the sockperf throughput flags for a
+// udp_stream case: its message size, and its rate in messages per second
+// (--mps), from packets per second or from payload bits per second.
+func sockperfThroughputArgs(c model.Case) ([]string, error) {
+	p := c.Params
+	if p.Flows > 1 {
+		return nil, fmt.Errorf("%w: sockperf throughput sends on one socket; this case asks for %d flows", errEngineCannot, p.Flows)
+	}
+	if p.SendBuffer > 0 || p.ReceiveBuffer > 0 {
+		return nil, fmt.Errorf("%w: cnbench runs sockperf with the kernel's socket buffers; this case sets them", errEngineCannot)
+	}
+	bps, pps, err := parseOfferedRate(p.Rate)
+	if err != nil {
+		return nil, err
+	}
+	mps := "max"
+	switch {
+	case pps > 0:
+		mps = strconv.FormatInt(pps, 10)
+	case bps > 0:
+		mps = strconv.FormatInt(max(1, bps/int64(8*p.MsgSize)), 10)
+	}
+	return []string{"-m", strconv.Itoa(p.MsgSize), "--mps=" + mps}, nil
+}
+
+// throughput runs sockperf throughput once. sockperf counts only what it
+// sent; what arrived is what the kernel delivered to sockets in the
+// server's namespace, which is cnbench's own and holds no other UDP
+// traffic, over the same run.
+func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (exchange, error) {
+	secs := wholeSeconds(dur)
+	extra, err := sockperfThroughputArgs(c)
+	if err != nil {
+		return exchange{}, err
+	}
+	args := append([]string{"sockperf", "throughput", "-i", d.target, "-p", d.port, "-t", strconv.Itoa(secs)}, extra...)
+	before, err := readUDPCounters(d.serverSlot.ep.NS)
+	if err != nil {
+		return exchange{}, err
+	}
+	p, err := d.client.start(args, nil)
+	if err != nil {
+		return exchange{}, err
+	}
+	if err := p.wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
+		return exchange{}, err
+	}
+	after, err := readUDPCounters(d.serverSlot.ep.NS)
+	if err != nil {
+		return exchange{}, err
+	}
+	r, err := tools.ParseSockperfThroughput([]byte(p.stdout.String() + p.stderr.String()))
+	if err != nil {
+		return exchange{}, err
+	}
+	arrived := after.sub(before).inDatagrams
+	if arrived > uint64(r.Messages) {
+		return exchange{}, fmt.Errorf("sockperf sent %d messages, but %d datagrams arrived at the server's namespace", r.Messages, arrived)
+	}
+	received, size := int64(arrived), int64(c.Params.MsgSize)
+	x := exchange{sentBytes: r.Messages * size, receivedBytes: received * size, activeTime: r.Time}
+	x.more = &moreExchange{
+		udp: true, sentPackets: r.Messages, receivedPackets: received, lost: r.Messages - received,
+		throughputBPS: float64(received*size) * 8 / r.Time.Seconds(), noJitter: true,
 	}
 	return x, nil
 }

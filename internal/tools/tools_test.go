@@ -100,6 +100,14 @@ func TestParseSockperfThroughput(t *testing.T) {
 	if r.Messages != 67614 || r.Mbps != 16757.812 || r.Time != 2001*time.Millisecond {
 		t.Errorf("%+v", r)
 	}
+	// Over UDP at a set message rate, as the udp_stream engine runs it.
+	r, err = ParseSockperfThroughput(read(t, "sockperf-tp-udp-1400.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages != 4467 || r.Mbps != 47.691 || r.Time != time.Second {
+		t.Errorf("%+v", r)
+	}
 }
 
 func TestParsePing(t *testing.T) {
