@@ -18,7 +18,7 @@ import (
 // print every check with its ratio and per-turn interval, flag the
 // throughput unless the native engine lies between iperf3 and netperf,
 // hold every stream engine's bytes to the interface counters, pin the
-// engines, and exit 1 or, between the references, 0.
+// engines, and exit 1 exactly when a row is flagged.
 func TestValidateFlagsWhatItCannotVouchFor(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: validate creates network namespaces")
@@ -92,9 +92,15 @@ func TestValidateFlagsWhatItCannotVouchFor(t *testing.T) {
 			t.Errorf("between the references, yet both ratios on one side of 1:\n%s\n%s", throughput[0], throughput[1])
 		}
 	}
-	want := 1
-	if between == 2 {
-		want = 0
+	// The exit status follows the rows: 1 when any is flagged. At a zero
+	// throughput threshold that is certain unless the native engine lies
+	// between the references; two samples may flag a round trip too.
+	want := 0
+	if strings.Contains(out, "DISAGREE") {
+		want = 1
+	}
+	if between == 0 && want != 1 {
+		t.Errorf("no throughput row between the references, yet nothing flagged")
 	}
 	if code := cmd.ProcessState.ExitCode(); code != want {
 		t.Fatalf("exit %d (%v), want %d", code, err, want)
