@@ -107,6 +107,10 @@ var engineWorkloads = map[string][]string{
 	"netperf":  {"tcp_stream", "tcp_rr", "tcp_crr", "udp_rr"},
 }
 
+// enginePrograms lists the programs an engine needs where they are more
+// than the one named after it.
+var enginePrograms = map[string][]string{"netperf": {"netperf", "netserver"}}
+
 // errEngineCannot marks a case its engine cannot run; such a case is
 // skipped, like one whose mode the machine lacks.
 var errEngineCannot = errors.New("the engine cannot run this case")
@@ -116,9 +120,9 @@ func EngineAvailable(engine string) error {
 	if engine == "native" {
 		return nil
 	}
-	programs := []string{engine}
-	if engine == "netperf" {
-		programs = append(programs, "netserver")
+	programs, ok := enginePrograms[engine]
+	if !ok {
+		programs = []string{engine}
 	}
 	for _, p := range programs {
 		if _, err := exec.LookPath(p); err != nil {
@@ -144,6 +148,19 @@ func engineSupports(engine, workload string) error {
 		return fmt.Errorf("%w: %s does not run %s (it runs %s)", errEngineCannot, engine, workload, strings.Join(can, ", "))
 	}
 	return nil
+}
+
+// reportedLatency is the latency metrics of a tool that reports its
+// round trips as a mean and percentiles (keyed 50, 99.9, ...), in
+// microseconds, rather than as a histogram.
+func reportedLatency(meanUS float64, percentilesUS map[float64]float64) map[string]float64 {
+	lat := map[string]float64{model.LatencyMeanUS: meanUS}
+	for _, q := range model.LatencyPercentiles {
+		if v, ok := percentilesUS[q.Quantile]; ok {
+			lat[q.Name] = v
+		}
+	}
+	return lat
 }
 
 // startToolServer starts an external tool's server in the server slot,

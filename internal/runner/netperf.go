@@ -35,10 +35,13 @@ type netperfDriver struct {
 	client *slot
 	target string
 	port   string
+	// test is the case's test and its test-specific flags.
+	test []string
 }
 
 func newNetperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
-	if _, err := netperfArgs(c); err != nil {
+	test, err := netperfArgs(c)
+	if err != nil {
 		return nil, err
 	}
 	addr := s.server.ep.Addr.String()
@@ -58,7 +61,7 @@ func newNetperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver,
 		srv.stopWithin(0)
 		return nil, err
 	}
-	return &netperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port()))}, nil
+	return &netperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), test: test}, nil
 }
 
 // netperfArgs are the netperf test and test-specific flags for a case.
@@ -102,10 +105,6 @@ func (d *netperfDriver) stop() error {
 
 func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
 	secs := wholeSeconds(dur)
-	test, err := netperfArgs(c)
-	if err != nil {
-		return exchange{}, err
-	}
 	// -P 0: no banner. -a and -A: page-aligned buffers on both sides,
 	// as iperf3's and cnbench's own are; netperf aligns to 8 bytes by
 	// default, and copies from a misaligned buffer cost its streams up
@@ -117,7 +116,7 @@ func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Dur
 		// stream does not need (they cost it 8% on loopback).
 		args = append(args, "-j")
 	}
-	args = append(args, test...)
+	args = append(args, d.test...)
 	p, err := d.client.start(args, nil)
 	if err != nil {
 		return exchange{}, err
@@ -140,13 +139,7 @@ func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Dur
 		return exchange{sentBytes: r.SentBytes, receivedBytes: r.ReceivedBytes, receiveTime: took,
 			retransmits: r.Retransmits, retransmitsKnown: r.HasRetransmits}, nil
 	}
-	lat := map[string]float64{model.LatencyMeanUS: r.MeanUS}
-	for _, q := range model.LatencyPercentiles {
-		if v, ok := r.PercentilesUS[q.Quantile]; ok {
-			lat[q.Name] = v
-		}
-	}
-	x := exchange{transactions: r.Transactions(), txTime: r.Elapsed, latencyUS: lat}
+	x := exchange{transactions: r.Transactions(), txTime: r.Elapsed, latencyUS: reportedLatency(r.MeanUS, r.PercentilesUS)}
 	if c.Workload != "tcp_rr" {
 		x.more = &moreExchange{txPerS: r.TransactionRate, udp: c.Workload == "udp_rr"}
 	}

@@ -28,11 +28,15 @@ type sockperfDriver struct {
 	port       string
 	// proto is "--tcp", or empty for UDP.
 	proto []string
+	// throughputArgs are a udp_stream case's sockperf throughput flags.
+	throughputArgs []string
 }
 
 func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
+	var throughputArgs []string
 	if c.Workload == "udp_stream" {
-		if _, err := sockperfThroughputArgs(c); err != nil {
+		var err error
+		if throughputArgs, err = sockperfThroughputArgs(c); err != nil {
 			return nil, err
 		}
 	} else if c.Params.RequestSize != c.Params.ResponseSize {
@@ -49,7 +53,7 @@ func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver
 	if err != nil {
 		return nil, err
 	}
-	return &sockperfDriver{server: srv, serverSlot: s.server, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto}, nil
+	return &sockperfDriver{server: srv, serverSlot: s.server, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto, throughputArgs: throughputArgs}, nil
 }
 
 func (d *sockperfDriver) stop() error {
@@ -75,13 +79,7 @@ func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Du
 	if err != nil {
 		return exchange{}, err
 	}
-	lat := map[string]float64{model.LatencyMeanUS: r.AvgRTTUS}
-	for _, q := range model.LatencyPercentiles {
-		if v, ok := r.PercentilesUS[q.Quantile]; ok {
-			lat[q.Name] = v
-		}
-	}
-	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: lat, cpuTransactions: r.AllTransactions, activeTime: r.RunTime}
+	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: reportedLatency(r.AvgRTTUS, r.PercentilesUS), cpuTransactions: r.AllTransactions, activeTime: r.RunTime}
 	if c.Workload == "udp_rr" {
 		x.more = &moreExchange{txPerS: float64(r.Transactions) / r.ValidTime.Seconds(), udp: true}
 	}
@@ -119,11 +117,7 @@ func sockperfThroughputArgs(c model.Case) ([]string, error) {
 // traffic, over the same run.
 func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (exchange, error) {
 	secs := wholeSeconds(dur)
-	extra, err := sockperfThroughputArgs(c)
-	if err != nil {
-		return exchange{}, err
-	}
-	args := append([]string{"sockperf", "throughput", "-i", d.target, "-p", d.port, "-t", strconv.Itoa(secs)}, extra...)
+	args := append([]string{"sockperf", "throughput", "-i", d.target, "-p", d.port, "-t", strconv.Itoa(secs)}, d.throughputArgs...)
 	before, err := readUDPCounters(d.serverSlot.ep.NS)
 	if err != nil {
 		return exchange{}, err
