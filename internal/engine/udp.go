@@ -303,7 +303,7 @@ func serveUDPControl(fd int, f *udpFlow) error {
 
 // udpSender is what a UDP client flow did.
 type udpSender struct {
-	packets, bytes, lost, transactions, stoppedAt int64
+	packets, bytes, lost, stoppedAt int64
 }
 
 // pacing is the gap between datagrams of one flow, in ns; 0 is unpaced.

@@ -9,7 +9,7 @@ import (
 // twoNodes is a machine with two nodes of two cores with two threads each.
 var twoNodes = Machine{
 	{ID: 0, Core: 0, Node: 0}, {ID: 4, Core: 0, Node: 0}, {ID: 1, Core: 1, Node: 0}, {ID: 5, Core: 1, Node: 0},
-	{ID: 2, Core: 1<<16 | 0, Node: 1}, {ID: 6, Core: 1<<16 | 0, Node: 1}, {ID: 3, Core: 1<<16 | 1, Node: 1}, {ID: 7, Core: 1<<16 | 1, Node: 1},
+	{ID: 2, Core: 1 << 16, Node: 1}, {ID: 6, Core: 1 << 16, Node: 1}, {ID: 3, Core: 1<<16 | 1, Node: 1}, {ID: 7, Core: 1<<16 | 1, Node: 1},
 }
 
 var oneCore = Machine{{ID: 0, Core: 0, Node: 0}, {ID: 1, Core: 0, Node: 0}}

@@ -433,10 +433,7 @@ var cdfQuantiles = func() []float64 {
 	for q := 0.0; q < 99; q++ {
 		qs = append(qs, q)
 	}
-	for _, q := range []float64{99, 99.2, 99.4, 99.5, 99.6, 99.7, 99.8, 99.9, 99.95, 99.99, 100} {
-		qs = append(qs, q)
-	}
-	return qs
+	return append(qs, 99, 99.2, 99.4, 99.5, 99.6, 99.7, 99.8, 99.9, 99.95, 99.99, 100)
 }()
 
 func (cs *chartSet) cdfCharts() ([]Chart, error) {

@@ -107,10 +107,6 @@ var tableHeader = []string{
 // rightAligned marks the numeric columns.
 var rightAligned = []bool{true, false, false, false, false, false, false, true, true, true, true, true, true}
 
-// fixedColumns is the number of columns every row fills; a case without
-// metrics has its reason in place of the rest.
-const fixedColumns = 7
-
 // tableRow gives the cells of one case. For a case without metrics it
 // returns the fixed columns and the reason as the last cell.
 func tableRow(c CaseReport) []string {

@@ -441,26 +441,6 @@ func (r *Runner) placeLocal(c *model.Case, d mode.Descriptor, opts topo.Options,
 	return pl, nil
 }
 
-// placeEndpoints places a server endpoint and a client endpoint, each in
-// a cgroup of its own.
-func (r *Runner) placeEndpoints(t *topo.Topology, m mode.Mode) (server, client *slot, err error) {
-	serverEP, err := m.Endpoint(t.HostFor(true), "s1")
-	if err != nil {
-		return nil, nil, err
-	}
-	clientEP, err := m.Endpoint(t.HostFor(false), "c1")
-	if err != nil {
-		return nil, nil, err
-	}
-	if server, err = newSlot(serverEP, r.hier, r.token.Name("s1"), r.opts.EngineEnv); err != nil {
-		return nil, nil, err
-	}
-	if client, err = newSlot(clientEP, r.hier, r.token.Name("c1"), r.opts.EngineEnv); err != nil {
-		return nil, nil, errors.Join(err, server.close())
-	}
-	return server, client, nil
-}
-
 // order is the sequence the cases run in.
 func (r *Runner) order(n int, seed int64) []int {
 	idx := make([]int, n)

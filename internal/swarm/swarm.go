@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -344,14 +345,14 @@ func (d *Deployment) Remove() error {
 		errs = append(errs, c.scaleToZero(ctx, id))
 	}
 	for _, id := range d.services {
-		if err := c.cli.ServiceRemove(ctx, id); err != nil && !client.IsErrNotFound(err) {
+		if err := c.cli.ServiceRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("swarm: remove service %s: %w", id, err))
 		}
 	}
 	if d.network != "" {
 		var err error
 		for ctx.Err() == nil {
-			if err = c.cli.NetworkRemove(ctx, d.network); err == nil || client.IsErrNotFound(err) {
+			if err = c.cli.NetworkRemove(ctx, d.network); err == nil || cerrdefs.IsNotFound(err) {
 				err = nil
 				break
 			}
@@ -362,7 +363,7 @@ func (d *Deployment) Remove() error {
 		}
 	}
 	for _, id := range d.secrets {
-		if err := c.cli.SecretRemove(ctx, id); err != nil && !client.IsErrNotFound(err) {
+		if err := c.cli.SecretRemove(ctx, id); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("swarm: remove secret %s: %w", id, err))
 		}
 	}
@@ -375,7 +376,7 @@ func (d *Deployment) Remove() error {
 // Equivalent to: docker service scale ID=0
 func (c *Cluster) scaleToZero(ctx context.Context, id string) error {
 	svc, _, err := c.cli.ServiceInspectWithRaw(ctx, id, swarm.ServiceInspectOptions{})
-	if client.IsErrNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {

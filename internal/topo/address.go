@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"fmt"
 	"net/netip"
 )
 
@@ -67,10 +66,3 @@ func OverlayAddr(host, n int) netip.Addr {
 
 // MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
 const MaxEndpointsPerHost = 250
-
-func checkEndpointIndex(n int) error {
-	if n < 1 || n > MaxEndpointsPerHost {
-		return fmt.Errorf("endpoint number %d out of range 1..%d", n, MaxEndpointsPerHost)
-	}
-	return nil
-}
