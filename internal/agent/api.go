@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"cnbench/internal/netstat"
 )
 
 // API paths. Every call is a POST of one request struct.
@@ -156,20 +158,8 @@ type UsageResponse struct {
 	SoftirqNS int64 `json:"softirq_ns"`
 	// StealNS is the time the machine's hypervisor ran someone else on
 	// its CPUs.
-	StealNS int64  `json:"steal_ns"`
-	Links   []Link `json:"links"`
-}
-
-// Link is one interface of an endpoint's namespace with its counters.
-type Link struct {
-	Name      string `json:"name"`
-	Type      string `json:"type"`
-	Enslaved  bool   `json:"enslaved,omitempty"`
-	RxBytes   uint64 `json:"rx_bytes"`
-	RxPackets uint64 `json:"rx_packets"`
-	RxDropped uint64 `json:"rx_dropped"`
-	TxBytes   uint64 `json:"tx_bytes"`
-	TxPackets uint64 `json:"tx_packets"`
+	StealNS int64          `json:"steal_ns"`
+	Links   []netstat.Link `json:"links"`
 }
 
 // CloseRequest ends a session and removes everything it made.

@@ -22,6 +22,7 @@ import (
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/netns"
+	"cnbench/internal/netstat"
 	"cnbench/internal/topo"
 )
 
@@ -368,29 +369,15 @@ func (s *session) usage(req UsageRequest) (UsageResponse, error) {
 	if err != nil {
 		return UsageResponse{}, err
 	}
-	var h *netlink.Handle
-	if ep.self {
-		h, err = netlink.NewHandle()
-	} else {
-		h, err = netlink.NewHandleAt(ep.ep.NS.Handle())
+	var ns *netns.NS
+	if !ep.self {
+		ns = ep.ep.NS
 	}
+	links, err := netstat.ReadLinks(ns)
 	if err != nil {
-		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.Name, err)
+		return UsageResponse{}, err
 	}
-	defer h.Close()
-	links, err := h.LinkList()
-	if err != nil {
-		return UsageResponse{}, fmt.Errorf("read counters in %s: %w", ep.ep.Name, err)
-	}
-	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds()}
-	for _, l := range links {
-		st := l.Attrs().Statistics
-		if st == nil {
-			continue
-		}
-		resp.Links = append(resp.Links, Link{Name: l.Attrs().Name, Type: l.Type(), Enslaved: l.Attrs().MasterIndex != 0,
-			RxBytes: st.RxBytes, RxPackets: st.RxPackets, RxDropped: st.RxDropped, TxBytes: st.TxBytes, TxPackets: st.TxPackets})
-	}
+	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds(), Links: links}
 	return resp, nil
 }
 

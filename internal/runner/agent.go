@@ -13,6 +13,7 @@ import (
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/netstat"
 	"cnbench/internal/placement"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
@@ -203,15 +204,6 @@ func readAgentCPU(server, client *slot) (cpuReading, error) {
 		r.machine.Softirq += time.Duration(cu.SoftirqNS)
 		r.machine.Steal += time.Duration(cu.StealNS)
 	}
-	for _, l := range su.Links {
-		if !countsLinkKind(l.Type, l.Enslaved) {
-			continue
-		}
-		r.wire.rxBytes += l.RxBytes
-		r.wire.rxPackets += l.RxPackets
-		r.wire.rxDropped += l.RxDropped
-		r.wire.txBytes += l.TxBytes
-		r.wire.txPackets += l.TxPackets
-	}
+	r.wire = netstat.Sum(su.Links, countsTraffic)
 	return r, nil
 }

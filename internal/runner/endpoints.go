@@ -1,14 +1,9 @@
 package runner
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +11,7 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/netstat"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
@@ -145,82 +141,10 @@ func readGroupCPU(g *group) (cpuReading, error) {
 		seen[s.ep.NS] = true
 		w, err := s.counters()
 		errs = append(errs, err)
-		r.wire = r.wire.add(w)
-		u, err := readUDPCounters(s.ep.NS)
+		r.wire = r.wire.Add(w)
+		u, err := netstat.ReadUDP(s.ep.NS)
 		errs = append(errs, err)
-		r.udp = r.udp.add(u)
+		r.udp = r.udp.Add(u)
 	}
 	return r, errors.Join(errs...)
-}
-
-func (c linkCounters) add(d linkCounters) linkCounters {
-	return linkCounters{c.rxBytes + d.rxBytes, c.rxPackets + d.rxPackets, c.rxDropped + d.rxDropped, c.txBytes + d.txBytes, c.txPackets + d.txPackets}
-}
-
-// udpCounters are the kernel's UDP counters of a namespace, an account of
-// datagrams that owes nothing to the engine: those delivered to sockets,
-// and those dropped for a full receive buffer or other errors.
-type udpCounters struct {
-	inDatagrams, inErrors, rcvbufErrors uint64
-}
-
-func (c udpCounters) add(d udpCounters) udpCounters {
-	return udpCounters{c.inDatagrams + d.inDatagrams, c.inErrors + d.inErrors, c.rcvbufErrors + d.rcvbufErrors}
-}
-
-func (c udpCounters) sub(d udpCounters) udpCounters {
-	return udpCounters{c.inDatagrams - d.inDatagrams, c.inErrors - d.inErrors, c.rcvbufErrors - d.rcvbufErrors}
-}
-
-// readUDPCounters reads the Udp line of /proc/net/snmp in a namespace.
-//
-// Equivalent to: ip netns exec NS nstat -az Udp*
-func readUDPCounters(ns *netns.NS) (udpCounters, error) {
-	var data []byte
-	err := ns.Do(func() (err error) {
-		// /proc/net follows the process's namespace; thread-self follows
-		// this thread's, which Do has switched.
-		data, err = os.ReadFile("/proc/thread-self/net/snmp")
-		return err
-	})
-	if err != nil {
-		return udpCounters{}, fmt.Errorf("read udp counters in %s: %w", ns.Name, err)
-	}
-	return parseSNMPUDP(data)
-}
-
-// parseSNMPUDP reads the "Udp:" header and value lines of /proc/net/snmp.
-func parseSNMPUDP(data []byte) (udpCounters, error) {
-	var header []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if header == nil {
-			header = f
-			continue
-		}
-		var c udpCounters
-		for i, name := range header {
-			if i == 0 || i >= len(f) {
-				continue
-			}
-			v, err := strconv.ParseUint(f[i], 10, 64)
-			if err != nil {
-				return udpCounters{}, fmt.Errorf("parse snmp Udp %s %q: %w", name, f[i], err)
-			}
-			switch name {
-			case "InDatagrams":
-				c.inDatagrams = v
-			case "InErrors":
-				c.inErrors = v
-			case "RcvbufErrors":
-				c.rcvbufErrors = v
-			}
-		}
-		return c, nil
-	}
-	return udpCounters{}, errors.New("no Udp lines in snmp")
 }

@@ -10,6 +10,7 @@ import (
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/model"
+	"cnbench/internal/netstat"
 )
 
 // cpuReading is the CPU time of both sides and of the machine at one
@@ -19,9 +20,9 @@ type cpuReading struct {
 	server, client cpu.Usage
 	machine        cpu.Machine
 	// wire is the server namespace's interface counters.
-	wire linkCounters
+	wire netstat.Counters
 	// udp is the server namespaces' UDP counters.
-	udp udpCounters
+	udp netstat.UDP
 }
 
 func readCPU(server, client *slot) (cpuReading, error) {
@@ -100,9 +101,9 @@ func sampleFrom(c model.Case, before, after cpuReading, x exchange, marks []stea
 		}
 		v[model.ReceivedBytes] = float64(x.receivedBytes)
 		v[model.CPUSPerGB] = bothCPU / (float64(x.receivedBytes) / 1e9)
-		wire := after.wire.sub(before.wire)
-		v[model.WireRxBytes] = float64(wire.rxBytes)
-		v[model.WireRxPackets] = float64(wire.rxPackets)
+		wire := after.wire.Sub(before.wire)
+		v[model.WireRxBytes] = float64(wire.RxBytes)
+		v[model.WireRxPackets] = float64(wire.RxPackets)
 		if payload := wirePayload(wire); payload > 0 {
 			v[model.AppWireRatio] = float64(x.receivedBytes) / payload
 		}
@@ -152,6 +153,6 @@ const tcpFrameOverhead = 14 + 20 + 32
 
 // wirePayload estimates the TCP payload the server's interfaces received:
 // their byte count less one header per counted frame.
-func wirePayload(w linkCounters) float64 {
-	return float64(w.rxBytes) - float64(w.rxPackets)*tcpFrameOverhead
+func wirePayload(w netstat.Counters) float64 {
+	return float64(w.RxBytes) - float64(w.RxPackets)*tcpFrameOverhead
 }

@@ -32,10 +32,10 @@ func moreValues(c model.Case, s *model.Sample, x exchange, before, after cpuRead
 		// The kernel's counters span the whole exchange, which for
 		// udp_max_rate is every trial, not the one the sample reports.
 		if c.Workload == "udp_stream" {
-			wire := after.wire.sub(before.wire)
-			v[model.WireRxBytes] = float64(wire.rxBytes)
-			v[model.WireRxPackets] = float64(wire.rxPackets)
-			v[model.UDPRcvbufErrors] = float64(after.udp.sub(before.udp).rcvbufErrors)
+			wire := after.wire.Sub(before.wire)
+			v[model.WireRxBytes] = float64(wire.RxBytes)
+			v[model.WireRxPackets] = float64(wire.RxPackets)
+			v[model.UDPRcvbufErrors] = float64(after.udp.Sub(before.udp).RcvbufErrors)
 		}
 		if c.Workload == "udp_max_rate" {
 			v[model.MaxRateBPS] = m.maxRateBPS

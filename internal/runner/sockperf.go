@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cnbench/internal/model"
+	"cnbench/internal/netstat"
 	"cnbench/internal/tools"
 )
 
@@ -118,7 +119,7 @@ func sockperfThroughputArgs(c model.Case) ([]string, error) {
 func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (exchange, error) {
 	secs := wholeSeconds(dur)
 	args := append([]string{"sockperf", "throughput", "-i", d.target, "-p", d.port, "-t", strconv.Itoa(secs)}, d.throughputArgs...)
-	before, err := readUDPCounters(d.serverSlot.ep.NS)
+	before, err := netstat.ReadUDP(d.serverSlot.ep.NS)
 	if err != nil {
 		return exchange{}, err
 	}
@@ -129,7 +130,7 @@ func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (exchange, 
 	if err := p.wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
 		return exchange{}, err
 	}
-	after, err := readUDPCounters(d.serverSlot.ep.NS)
+	after, err := netstat.ReadUDP(d.serverSlot.ep.NS)
 	if err != nil {
 		return exchange{}, err
 	}
@@ -137,7 +138,7 @@ func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (exchange, 
 	if err != nil {
 		return exchange{}, err
 	}
-	arrived := after.sub(before).inDatagrams
+	arrived := after.Sub(before).InDatagrams
 	if arrived > uint64(r.Messages) {
 		return exchange{}, fmt.Errorf("sockperf sent %d messages, but %d datagrams arrived at the server's namespace", r.Messages, arrived)
 	}

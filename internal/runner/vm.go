@@ -11,6 +11,7 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/netstat"
 	"cnbench/internal/topo"
 	"cnbench/internal/vm"
 )
@@ -58,16 +59,9 @@ func (gs *guestSlot) usage() (cpu.Usage, error) {
 	return cpu.Usage{User: user, System: system}, err
 }
 
-func (gs *guestSlot) counters() (linkCounters, error) {
+func (gs *guestSlot) counters() (netstat.Counters, error) {
 	links, err := gs.g.Counters(gs.name)
-	var c linkCounters
-	for _, l := range links {
-		if !countsLinkKind(l.Type, l.Enslaved) {
-			continue
-		}
-		c = c.add(linkCounters{l.RxBytes, l.RxPackets, l.RxDropped, l.TxBytes, l.TxPackets})
-	}
-	return c, err
+	return netstat.Sum(links, countsTraffic), err
 }
 
 // guestPort is an engine's port; closing it is the engine's end, as its

@@ -1,5 +1,7 @@
 package vm
 
+import "cnbench/internal/netstat"
+
 // The guest agent is controlled over a virtio-serial port named CtlPort,
 // one JSON Request per line, answered by one JSON Reply per line, in
 // order. Each engine in the guest gets a port of its own (EnginePort),
@@ -76,17 +78,5 @@ type Reply struct {
 	UserNS   int64 `json:"user_ns,omitempty"`
 	SystemNS int64 `json:"system_ns,omitempty"`
 	// counters
-	Links []LinkCounters `json:"links,omitempty"`
-}
-
-// LinkCounters are one link's counters in an endpoint's namespace.
-type LinkCounters struct {
-	Name      string `json:"name"`
-	Type      string `json:"type"`
-	Enslaved  bool   `json:"enslaved,omitempty"`
-	RxBytes   uint64 `json:"rx_bytes"`
-	RxPackets uint64 `json:"rx_packets"`
-	RxDropped uint64 `json:"rx_dropped"`
-	TxBytes   uint64 `json:"tx_bytes"`
-	TxPackets uint64 `json:"tx_packets"`
+	Links []netstat.Link `json:"links,omitempty"`
 }

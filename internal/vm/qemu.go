@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnbench/internal/netns"
+	"cnbench/internal/netstat"
 )
 
 // Accelerators.
@@ -404,7 +405,7 @@ func (g *Guest) Usage(endpoint string) (user, system time.Duration, err error) {
 }
 
 // Counters are the interface counters of an endpoint's namespace.
-func (g *Guest) Counters(endpoint string) ([]LinkCounters, error) {
+func (g *Guest) Counters(endpoint string) ([]netstat.Link, error) {
 	r, err := g.call(Request{Op: OpCounters, Endpoint: endpoint})
 	return r.Links, err
 }

@@ -22,12 +22,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/netns"
+	"cnbench/internal/netstat"
 	"cnbench/internal/topo"
 	"cnbench/internal/vm"
 )
@@ -222,7 +222,7 @@ func (a *agent) dispatch(req vm.Request) (vm.Reply, error) {
 		if err != nil {
 			return vm.Reply{}, err
 		}
-		links, err := counters(e.ep.NS)
+		links, err := netstat.ReadLinks(e.ep.NS)
 		return vm.Reply{Links: links}, err
 	default:
 		return vm.Reply{}, fmt.Errorf("unknown op %q", req.Op)
@@ -345,32 +345,4 @@ func vmBinary() string {
 		return self
 	}
 	return "/bin/cnbench"
-}
-
-// counters reads the interface counters of a namespace.
-//
-// Equivalent to: ip -n NS -s link
-func counters(ns *netns.NS) ([]vm.LinkCounters, error) {
-	h, err := netlink.NewHandleAt(ns.Handle())
-	if err != nil {
-		return nil, fmt.Errorf("read counters in %s: %w", ns.Name, err)
-	}
-	defer h.Close()
-	links, err := h.LinkList()
-	if err != nil {
-		return nil, fmt.Errorf("read counters in %s: %w", ns.Name, err)
-	}
-	var out []vm.LinkCounters
-	for _, l := range links {
-		st := l.Attrs().Statistics
-		if st == nil {
-			continue
-		}
-		out = append(out, vm.LinkCounters{
-			Name: l.Attrs().Name, Type: l.Type(), Enslaved: l.Attrs().MasterIndex != 0,
-			RxBytes: st.RxBytes, RxPackets: st.RxPackets, RxDropped: st.RxDropped,
-			TxBytes: st.TxBytes, TxPackets: st.TxPackets,
-		})
-	}
-	return out, nil
 }
