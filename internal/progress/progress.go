@@ -1,4 +1,8 @@
-package runner
+// Package progress tells a person at a terminal, or a log, how a run is
+// going: one line per step, or on a terminal a status line kept up to
+// date with the case, the sample, the elapsed time and an estimate of
+// what is left.
+package progress
 
 import (
 	"fmt"
@@ -12,11 +16,11 @@ import (
 	"cnbench/internal/model"
 )
 
-// progress reports a run's steps on stderr. On a terminal it keeps one
+// Progress reports a run's steps on stderr. On a terminal it keeps one
 // status line up to date (case k of n, sample, elapsed, ETA) and prints
 // a permanent line per finished case; elsewhere (a log file, CI) it
 // prints one plain line per step, since carriage returns would garble it.
-type progress struct {
+type Progress struct {
 	w       io.Writer
 	live    bool
 	total   int
@@ -49,8 +53,8 @@ func expected(c *model.Case) time.Duration {
 	return time.Duration(c.Params.WarmupMS+int64(c.Params.Samples)*c.Params.DurationMS)*time.Millisecond + setupAllowance
 }
 
-func newProgress(w io.Writer, cases []model.Case) *progress {
-	p := &progress{w: w, total: len(cases), started: time.Now(), live: isTerminal(w)}
+func New(w io.Writer, cases []model.Case) *Progress {
+	p := &Progress{w: w, total: len(cases), started: time.Now(), live: isTerminal(w)}
 	for i := range cases {
 		p.left += expected(&cases[i])
 	}
@@ -63,7 +67,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // printf prints a permanent line.
-func (p *progress) printf(format string, args ...any) {
+func (p *Progress) Printf(format string, args ...any) {
 	if p == nil || p.w == nil {
 		return
 	}
@@ -79,7 +83,7 @@ func (p *progress) printf(format string, args ...any) {
 }
 
 // step reports a step within a case: a plain line, or the status line.
-func (p *progress) step(c *model.Case, what string) {
+func (p *Progress) step(c *model.Case, what string) {
 	if p == nil || p.w == nil {
 		return
 	}
@@ -94,7 +98,7 @@ func (p *progress) step(c *model.Case, what string) {
 }
 
 // redraw writes the status line; p.mu must be held.
-func (p *progress) redraw(c *model.Case) {
+func (p *Progress) redraw(c *model.Case) {
 	line := fmt.Sprintf("[%d/%d] %s  %s  %s, eta %s", p.done+1, p.total, c.Key, p.status,
 		time.Since(p.caseAt).Round(time.Second), p.eta(c).Round(time.Second))
 	if r := []rune(line); len(r) > statusWidth {
@@ -103,7 +107,7 @@ func (p *progress) redraw(c *model.Case) {
 	io.WriteString(p.w, "\r\x1b[K"+line)
 }
 
-func (p *progress) startCase(c *model.Case) {
+func (p *Progress) StartCase(c *model.Case) {
 	if p == nil {
 		return
 	}
@@ -130,11 +134,11 @@ func (p *progress) startCase(c *model.Case) {
 
 // startCases starts cases that share a path and take turns: the first
 // leads the status line, and a log names the others after it.
-func (p *progress) startCases(cs []*model.Case) {
+func (p *Progress) StartCases(cs []*model.Case) {
 	if p == nil {
 		return
 	}
-	p.startCase(cs[0])
+	p.StartCase(cs[0])
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.turns = len(cs) > 1
@@ -146,7 +150,7 @@ func (p *progress) startCases(cs []*model.Case) {
 	}
 }
 
-func (p *progress) tick(c *model.Case, t *time.Ticker, stop chan struct{}) {
+func (p *Progress) tick(c *model.Case, t *time.Ticker, stop chan struct{}) {
 	for {
 		select {
 		case <-stop:
@@ -164,7 +168,7 @@ func (p *progress) tick(c *model.Case, t *time.Ticker, stop chan struct{}) {
 }
 
 // stopTicker ends the case's ticker; p.mu must be held.
-func (p *progress) stopTicker() {
+func (p *Progress) stopTicker() {
 	if p.ticker != nil {
 		p.ticker.Stop()
 		close(p.stop)
@@ -174,7 +178,7 @@ func (p *progress) stopTicker() {
 
 // eta is the time left: this case's remaining part plus the rest, scaled
 // by how the run's real pace compares with the plan so far.
-func (p *progress) eta(c *model.Case) time.Duration {
+func (p *Progress) eta(c *model.Case) time.Duration {
 	rest := max(expected(c)-time.Since(p.caseAt), 0) + p.left
 	if p.planned <= 0 {
 		return rest
@@ -183,17 +187,17 @@ func (p *progress) eta(c *model.Case) time.Duration {
 	return time.Duration(float64(rest) * pace)
 }
 
-func (p *progress) phase(c *model.Case, what string) {
+func (p *Progress) Phase(c *model.Case, what string) {
 	p.step(c, what)
 }
 
-func (p *progress) sample(c *model.Case, i int) {
+func (p *Progress) Sample(c *model.Case, i int) {
 	p.step(c, p.engineOf(c)+"sample "+sampleOf(c, i))
 }
 
 // engineOf names the case's engine where its lines would otherwise be
 // mistaken for another's.
-func (p *progress) engineOf(c *model.Case) string {
+func (p *Progress) engineOf(c *model.Case) string {
 	if p != nil && p.turns {
 		return c.Engine + " "
 	}
@@ -216,11 +220,11 @@ func sampleOf(c *model.Case, i int) string {
 	return fmt.Sprintf("%d/%d", i+1, c.Params.Samples)
 }
 
-func (p *progress) retake(c *model.Case, i int, stealPct float64) {
+func (p *Progress) Retake(c *model.Case, i int, stealPct float64) {
 	p.step(c, fmt.Sprintf("%ssample %s: the hypervisor took %.1f%% of a core (over %g%%); taking it again", p.engineOf(c), sampleOf(c, i), stealPct, c.Params.MaxStealPct))
 }
 
-func (p *progress) sampleDone(c *model.Case, s model.Sample) {
+func (p *Progress) SampleDone(c *model.Case, s model.Sample) {
 	if p == nil {
 		return
 	}
@@ -252,7 +256,7 @@ func sampleResult(c *model.Case, s model.Sample) string {
 	}
 }
 
-func (p *progress) endCase(c *model.Case, status model.Status, reason string) {
+func (p *Progress) EndCase(c *model.Case, status model.Status, reason string) {
 	if p == nil {
 		return
 	}

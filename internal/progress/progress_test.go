@@ -1,4 +1,4 @@
-package runner
+package progress
 
 import (
 	"bytes"
@@ -19,23 +19,23 @@ func progressCases() []model.Case {
 }
 
 // drive walks a progress through a run of two cases, the second skipped.
-func drive(p *progress, cases []model.Case) {
-	p.printf("run 1: scenario %q, %d cases", "x", len(cases))
-	p.startCase(&cases[0])
+func drive(p *Progress, cases []model.Case) {
+	p.Printf("run 1: scenario %q, %d cases", "x", len(cases))
+	p.StartCase(&cases[0])
 	for i := range 2 {
-		p.sample(&cases[0], i)
-		p.sampleDone(&cases[0], model.Sample{Index: i, Values: map[string]float64{model.ThroughputBPS: 9.5e9}})
+		p.Sample(&cases[0], i)
+		p.SampleDone(&cases[0], model.Sample{Index: i, Values: map[string]float64{model.ThroughputBPS: 9.5e9}})
 	}
-	p.endCase(&cases[0], model.StatusOK, "")
-	p.startCase(&cases[1])
-	p.endCase(&cases[1], model.StatusSkipped, "bridge: not available")
-	p.printf("run 1 done")
+	p.EndCase(&cases[0], model.StatusOK, "")
+	p.StartCase(&cases[1])
+	p.EndCase(&cases[1], model.StatusSkipped, "bridge: not available")
+	p.Printf("run 1 done")
 }
 
 func TestProgressPlainLines(t *testing.T) {
 	var b bytes.Buffer
 	cases := progressCases()
-	drive(newProgress(&b, cases), cases)
+	drive(New(&b, cases), cases)
 	out := b.String()
 	if strings.ContainsAny(out, "\r\x1b") {
 		t.Errorf("plain output holds terminal controls: %q", out)
@@ -52,11 +52,11 @@ func TestProgressNamesTheEngineOfCasesInTurns(t *testing.T) {
 	var b bytes.Buffer
 	cases := progressCases()
 	cases[0].Engine, cases[1].Engine = "native", "iperf3"
-	p := newProgress(&b, cases)
-	p.startCases([]*model.Case{&cases[0], &cases[1]})
+	p := New(&b, cases)
+	p.StartCases([]*model.Case{&cases[0], &cases[1]})
 	for _, c := range []*model.Case{&cases[0], &cases[1]} {
-		p.sample(c, 0)
-		p.sampleDone(c, model.Sample{Index: 0, Values: map[string]float64{model.ThroughputBPS: 9.5e9}})
+		p.Sample(c, 0)
+		p.SampleDone(c, model.Sample{Index: 0, Values: map[string]float64{model.ThroughputBPS: 9.5e9}})
 	}
 	out := b.String()
 	for _, want := range []string{"[1/2]   native sample 1/2", "[1/2]     native 9.50 Gbit/s", "[1/2]   iperf3 sample 1/2", "[1/2]     iperf3 9.50 Gbit/s"} {
@@ -66,8 +66,8 @@ func TestProgressNamesTheEngineOfCasesInTurns(t *testing.T) {
 	}
 	// A case on its own needs no name: its key above says it.
 	b.Reset()
-	p.startCase(&cases[0])
-	p.sample(&cases[0], 1)
+	p.StartCase(&cases[0])
+	p.Sample(&cases[0], 1)
 	if out := b.String(); strings.Contains(out, "native sample") {
 		t.Errorf("a lone case's sample line names its engine:\n%s", out)
 	}
@@ -76,7 +76,7 @@ func TestProgressNamesTheEngineOfCasesInTurns(t *testing.T) {
 func TestProgressStatusLine(t *testing.T) {
 	var b bytes.Buffer
 	cases := progressCases()
-	p := newProgress(&b, cases)
+	p := New(&b, cases)
 	p.live = true // a terminal, as far as the test is concerned
 	drive(p, cases)
 	out := b.String()
@@ -109,11 +109,11 @@ func TestProgressStatusLine(t *testing.T) {
 func TestProgressTicksDuringACase(t *testing.T) {
 	var b syncBuffer
 	cases := progressCases()
-	p := newProgress(&b, cases)
+	p := New(&b, cases)
 	p.live = true
-	p.startCase(&cases[0])
+	p.StartCase(&cases[0])
 	time.Sleep(2500 * time.Millisecond)
-	p.endCase(&cases[0], model.StatusOK, "")
+	p.EndCase(&cases[0], model.StatusOK, "")
 	if n := strings.Count(b.String(), "[1/2] host/chc/tcp_stream  setting up"); n < 3 {
 		t.Errorf("status line drawn %d times in 2.5 s, want the first and one a second", n)
 	}
@@ -121,8 +121,8 @@ func TestProgressTicksDuringACase(t *testing.T) {
 
 func TestProgressSilentWithoutWriter(t *testing.T) {
 	cases := progressCases()
-	drive(newProgress(nil, cases), cases) // must not panic
-	var p *progress
+	drive(New(nil, cases), cases) // must not panic
+	var p *Progress
 	drive(p, cases)
 }
 

@@ -9,6 +9,7 @@ import (
 	"cnbench/internal/cleanup"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
@@ -118,8 +119,8 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 		left = append(left, *c)
 		order = append(order, i)
 	}
-	r.prog = newProgress(r.opts.Progress, left)
-	r.prog.printf("run %d resumed: scenario %q, %d of %d cases left, token %s", runID, spec.Name, len(left), len(cases), r.token)
+	r.prog = progress.New(r.opts.Progress, left)
+	r.prog.Printf("run %d resumed: scenario %q, %d of %d cases left, token %s", runID, spec.Name, len(left), len(cases), r.token)
 	return r.execute(ctx, runID, started, cases, order, prior)
 }
 

@@ -23,6 +23,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
+	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
 	"cnbench/internal/stats"
 	"cnbench/internal/store"
@@ -86,7 +87,7 @@ type Runner struct {
 	opts  Options
 	token netns.Token
 	hier  cpu.Hierarchy
-	prog  *progress
+	prog  *progress.Progress
 	// agents are the scenario's hosts on real machines; nil if none.
 	agents *agentHosts
 	// clusters are where cluster modes (swarm:*) deploy.
@@ -162,11 +163,11 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	if err := r.store.AddCases(run.ID, cases); err != nil {
 		return run.ID, err
 	}
-	r.prog = newProgress(r.opts.Progress, cases)
-	r.prog.printf("run %d: scenario %q, %d cases, token %s", run.ID, spec.Name, len(cases), r.token)
+	r.prog = progress.New(r.opts.Progress, cases)
+	r.prog.Printf("run %d: scenario %q, %d cases, token %s", run.ID, spec.Name, len(cases), r.token)
 	order := r.order(len(cases), seed)
 	if r.opts.Order != OrderSequential {
-		r.prog.printf("cases in shuffled order (seed %d; --order sequential to keep the scenario's)", seed)
+		r.prog.Printf("cases in shuffled order (seed %d; --order sequential to keep the scenario's)", seed)
 	}
 	return run.ID, r.execute(ctx, run.ID, run.Started, cases, order, nil)
 }
@@ -227,7 +228,7 @@ func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, ca
 	if err := r.store.FinishRun(runID, status, time.Now()); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	r.prog.printf("run %d %s in %s", runID, status, time.Since(started).Round(time.Second))
+	r.prog.Printf("run %d %s in %s", runID, status, time.Since(started).Round(time.Second))
 	if runErr == nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}
@@ -253,7 +254,7 @@ func (r *Runner) keepCPUsAwake(cases []model.Case) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.prog.printf("keeping CPUs %s awake (spinner process %d)", placement.FormatList(cpus), k.PID())
+	r.prog.Printf("keeping CPUs %s awake (spinner process %d)", placement.FormatList(cpus), k.PID())
 	return func() { k.Stop() }, nil
 }
 
@@ -272,7 +273,7 @@ func (r *Runner) recordOutcome(ctx context.Context, c *model.Case, err error) er
 	case err != nil:
 		status, reason = model.StatusFailed, err.Error()
 	}
-	r.prog.endCase(c, status, reason)
+	r.prog.EndCase(c, status, reason)
 	if status == model.StatusPending {
 		return nil
 	}
@@ -337,7 +338,7 @@ func (r *Runner) warmUp(ctx context.Context, drv driver, pl placed, c *model.Cas
 	if c.Params.WarmupMS <= 0 {
 		return nil
 	}
-	r.prog.phase(c, "warm-up")
+	r.prog.Phase(c, "warm-up")
 	if _, err := measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
@@ -360,7 +361,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
-	r.prog.sample(c, i)
+	r.prog.Sample(c, i)
 	var s model.Sample
 	for {
 		var err error
@@ -375,7 +376,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 		if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
 			return false, &storeError{err}
 		}
-		r.prog.retake(c, i, s.Values[model.CPUStealPct])
+		r.prog.Retake(c, i, s.Values[model.CPUStealPct])
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -385,7 +386,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 		return false, &storeError{err}
 	}
 	*taken = append(*taken, s)
-	r.prog.sampleDone(c, s)
+	r.prog.SampleDone(c, s)
 	return true, nil
 }
 

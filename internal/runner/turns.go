@@ -65,7 +65,7 @@ type turn struct {
 // turns, and records each case's outcome. Only store failures are
 // returned.
 func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]model.Sample) error {
-	r.prog.startCases(cs)
+	r.prog.StartCases(cs)
 	turns := make([]*turn, len(cs))
 	for i, c := range cs {
 		turns[i] = &turn{c: c, samples: slices.Clone(prior[i])}
