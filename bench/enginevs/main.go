@@ -28,6 +28,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"cnbench/internal/driver"
 	"cnbench/internal/engine"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
@@ -81,7 +82,7 @@ workloads:
 engines: [native, iperf3, netperf, sockperf]
 `, duration.Milliseconds(), samples, modes, place)
 	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
-		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: runner.Workloads, Engines: runner.Engines,
+		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: driver.Workloads, Engines: driver.Names(),
 	})
 	if err != nil {
 		return err

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"cnbench/internal/cpu"
+	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/placement"
-	"cnbench/internal/runner"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
 )
@@ -77,11 +77,11 @@ is unsupported is stored as skipped with the same reason.`,
 					return err
 				}
 			}
-			for _, wl := range runner.Workloads {
+			for _, wl := range driver.Workloads {
 				fmt.Fprintf(w, "workload %s\t%s\n", wl, verdict(nil))
 			}
-			for _, e := range runner.Engines {
-				fmt.Fprintf(w, "engine %s\t%s\n", e, verdict(runner.EngineAvailable(e)))
+			for _, e := range driver.Names() {
+				fmt.Fprintf(w, "engine %s\t%s\n", e, verdict(driver.Available(e)))
 			}
 			for _, tool := range []string{"iperf3", "sockperf", "ping", "netperf"} {
 				_, err := exec.LookPath(tool)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/report"
 	"cnbench/internal/runner"
@@ -28,8 +29,8 @@ func vocabulary() scenario.Vocabulary {
 	return scenario.Vocabulary{
 		Modes:      append(mode.Names(), mode.Patterns()...),
 		Topologies: topo.Kinds,
-		Workloads:  runner.Workloads,
-		Engines:    runner.Engines,
+		Workloads:  driver.Workloads,
+		Engines:    driver.Names(),
 	}
 }
 
@@ -90,7 +91,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(mode.Names(), ","))
 	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(topo.Kinds, ","))
-	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(runner.Workloads, ","))
+	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(driver.Workloads, ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
 	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
 	f.more = addWorkloadFlags(fl)

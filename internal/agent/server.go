@@ -413,21 +413,7 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
 // each checked; the engine's stdout comes back as the response body.
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 	br := bufio.NewReaderSize(r.Body, 64<<10)
-	first, err := readLine(br, maxBodySize)
-	var req AttachRequest
-	if err == nil {
-		err = decodeStrict(bytes.NewReader(first), &req)
-	}
-	if err != nil {
-		writeError(w, refused("attach: %v", err))
-		return
-	}
-	ss, err := s.session(req.Session)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	e, err := ss.engine(req.Engine)
+	e, ss, err := s.attachedEngine(br)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -442,28 +428,8 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
-	// The engine's output may outlive the handler, which must not write
-	// once it has returned.
-	var writeMu sync.Mutex
-	finished := false
-	defer func() {
-		writeMu.Lock()
-		finished = true
-		writeMu.Unlock()
-	}()
-	send := func(line []byte) error {
-		writeMu.Lock()
-		defer writeMu.Unlock()
-		if finished {
-			return http.ErrHandlerTimeout
-		}
-		if _, err := w.Write(line); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	send, finish := lineSender(w)
+	defer finish()
 	out := make(chan struct{})
 	go func() {
 		defer close(out)
@@ -502,6 +468,52 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		e.kill()
 		<-out
 	}
+}
+
+// attachedEngine reads an attach stream's first line and finds the
+// engine it names.
+func (s *Server) attachedEngine(br *bufio.Reader) (*engineProc, *session, error) {
+	first, err := readLine(br, maxBodySize)
+	var req AttachRequest
+	if err == nil {
+		err = decodeStrict(bytes.NewReader(first), &req)
+	}
+	if err != nil {
+		return nil, nil, refused("attach: %v", err)
+	}
+	ss, err := s.session(req.Session)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := ss.engine(req.Engine)
+	return e, ss, err
+}
+
+// lineSender writes and flushes whole lines of a streamed response. The
+// engine's output may outlive the handler, which must not write once it
+// has returned: finish, deferred by the handler, stops the sender.
+func lineSender(w http.ResponseWriter) (send func([]byte) error, finish func()) {
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	var mu sync.Mutex
+	finished := false
+	send = func(line []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return http.ErrHandlerTimeout
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	finish = func() {
+		mu.Lock()
+		finished = true
+		mu.Unlock()
+	}
+	return send, finish
 }
 
 // vetEngineLine returns nil if the line may go to the engine, or the

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"cnbench/internal/cleanup"
 	"cnbench/internal/mode"
@@ -16,7 +13,6 @@ import (
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/report"
-	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 )
 
@@ -152,40 +148,5 @@ placement: [same_core, different_cores, different_nodes]
 	}
 	if res.Cases[0].Params.SenderCPUs == "" || res.Cases[0].Params.SenderCPUs != res.Cases[0].Params.ReceiverCPUs {
 		t.Errorf("same_core recorded sender %q receiver %q", res.Cases[0].Params.SenderCPUs, res.Cases[0].Params.ReceiverCPUs)
-	}
-}
-
-// TestSlotPinsItsProcesses starts a process in a pinned slot and reads
-// the affinity the kernel gave it and its threads.
-func TestSlotPinsItsProcesses(t *testing.T) {
-	testutil.RequireRoot(t)
-	m, err := placement.ReadMachine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp, err := topo.Scratch(netns.NewToken())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
-	ns, _, err := tp.NewNamespace("pin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu := m[len(m)-1].ID
-	s := &slot{ep: &topo.Endpoint{Name: "pin", NS: ns}, cpus: []int{cpu}}
-	c := exec.Command("sleep", "5")
-	if err := s.ep.NS.Do(func() error { return s.startPinned(c) }); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
-	time.Sleep(50 * time.Millisecond)
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "Cpus_allowed_list:\t" + strconv.Itoa(cpu) + "\n"
-	if !strings.Contains(string(status), want) {
-		t.Errorf("pinned process status lacks %q:\n%s", want, status)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cnbench/internal/cleanup"
+	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/progress"
@@ -47,31 +48,13 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	}
 	// The stored document is the expanded scenario; it must still parse,
 	// or this build could not run the cases it names.
-	vocab := scenario.Vocabulary{Modes: append(mode.Names(), mode.Patterns()...), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
+	vocab := scenario.Vocabulary{Modes: append(mode.Names(), mode.Patterns()...), Topologies: topo.Kinds, Workloads: driver.Workloads, Engines: driver.Names()}
 	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), vocab)
 	if err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)
 	}
-	r.useHosts(spec.Hosts)
-	r.useClusters(spec)
-	self, err := cleanup.Self()
-	if err != nil {
-		return err
-	}
-	err = r.store.ClaimRun(runID, self.Encode(), func(status, prev string) error {
-		if status == "done" {
-			return fmt.Errorf("resume run %d: %w: every case has its result", runID, ErrRunComplete)
-		}
-		if status != "running" || prev == "" {
-			return nil
-		}
-		o, err := cleanup.DecodeOwner(prev)
-		if err == nil && o.Alive() {
-			return fmt.Errorf("resume run %d: %w by process %d; stop it first, or wait for it to end", runID, ErrRunAlive, o.PID)
-		}
-		return nil
-	})
-	if err != nil {
+	r.useSpec(spec)
+	if err := r.claim(runID); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -122,6 +105,28 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	r.prog = progress.New(r.opts.Progress, left)
 	r.prog.Printf("run %d resumed: scenario %q, %d of %d cases left, token %s", runID, spec.Name, len(left), len(cases), r.token)
 	return r.execute(ctx, runID, started, cases, order, prior)
+}
+
+// claim takes over a run for this process, unless its own process is
+// still alive or it is done.
+func (r *Runner) claim(runID int64) error {
+	self, err := cleanup.Self()
+	if err != nil {
+		return err
+	}
+	return r.store.ClaimRun(runID, self.Encode(), func(status, prev string) error {
+		if status == "done" {
+			return fmt.Errorf("resume run %d: %w: every case has its result", runID, ErrRunComplete)
+		}
+		if status != "running" || prev == "" {
+			return nil
+		}
+		o, err := cleanup.DecodeOwner(prev)
+		if err == nil && o.Alive() {
+			return fmt.Errorf("resume run %d: %w by process %d; stop it first, or wait for it to end", runID, ErrRunAlive, o.PID)
+		}
+		return nil
+	})
 }
 
 // checkSampleIndices makes sure each case's stored samples are numbered

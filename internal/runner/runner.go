@@ -1,7 +1,11 @@
-// Package runner executes a scenario's cases: for each case it builds the
-// topology, places the endpoints, starts the engines, runs the warm-up and
-// the samples, stores every sample the moment it is measured, and tears
-// everything down, whatever happened.
+// Package runner runs a scenario's cases: in which order, the cases of one
+// path taking turns sample by sample, when a case has sampled enough
+// (its samples, a target confidence interval, a decided comparison, a
+// time budget, retakes of disturbed samples), resuming a run that was
+// cut short, and storing every sample the moment it is measured. Where
+// endpoints live is package site's, how engines run is package driver's,
+// how an exchange becomes a sample is package measure's, and what a
+// person sees is package progress's.
 package runner
 
 import (
@@ -11,7 +15,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net/netip"
 	"os"
 	"slices"
 	"time"
@@ -19,12 +22,15 @@ import (
 	"cnbench/internal/awake"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
+	"cnbench/internal/driver"
+	"cnbench/internal/measure"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
+	"cnbench/internal/site"
 	"cnbench/internal/stats"
 	"cnbench/internal/store"
 	"cnbench/internal/sysinfo"
@@ -88,10 +94,12 @@ type Runner struct {
 	token netns.Token
 	hier  cpu.Hierarchy
 	prog  *progress.Progress
-	// agents are the scenario's hosts on real machines; nil if none.
-	agents *agentHosts
-	// clusters are where cluster modes (swarm:*) deploy.
-	clusters *clusters
+	// local places cases on this machine's emulated hosts, agents on the
+	// scenario's hosts on real machines (nil if none), and clusters on
+	// the clusters cluster modes (swarm:*) deploy on.
+	local    *site.Emulated
+	agents   *site.Agents
+	clusters *site.Clusters
 }
 
 // New prepares a runner: it claims a fresh run token, so that everything it
@@ -115,6 +123,7 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{store: st, opts: opts, token: netns.NewToken(), hier: hier}
+	r.local = &site.Emulated{Token: r.token, Hier: hier, Env: opts.EngineEnv}
 	if err := cleanup.Claim(r.token); err != nil {
 		return nil, err
 	}
@@ -123,8 +132,8 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 
 // Close releases the run token.
 func (r *Runner) Close() error {
-	r.agents.close()
-	r.clusters.close()
+	r.agents.Close()
+	r.clusters.Close()
 	return errors.Join(topo.RemoveImages(r.token), cleanup.Release(r.token))
 }
 
@@ -154,8 +163,7 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	if err := r.store.CreateRun(run); err != nil {
 		return 0, err
 	}
-	r.useHosts(spec.Hosts)
-	r.useClusters(spec)
+	r.useSpec(spec)
 	if err := r.own(run.ID); err != nil {
 		return run.ID, err
 	}
@@ -177,8 +185,8 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 	cases := spec.Expand()
 	for i := range cases {
-		recordSettings(&cases[i])
-		recordAccel(&cases[i], r.token)
+		site.RecordSettings(&cases[i])
+		site.RecordAccel(&cases[i], r.token)
 		if r.opts.TargetCIPct > 0 || r.opts.Decide != nil {
 			cases[i].Params.TargetCIPct = r.opts.TargetCIPct
 			cases[i].Params.MaxSamples = max(r.opts.MaxSamples, cases[i].Params.Samples)
@@ -266,7 +274,7 @@ func (r *Runner) recordOutcome(ctx context.Context, c *model.Case, err error) er
 	switch {
 	case errors.As(err, &storeErr):
 		return storeErr.err
-	case errors.Is(err, mode.ErrUnsupported), errors.Is(err, errEngineCannot):
+	case errors.Is(err, mode.ErrUnsupported), errors.Is(err, driver.ErrCannotRun):
 		status, reason = model.StatusSkipped, err.Error()
 	case ctx.Err() != nil:
 		status, reason = model.StatusPending, "interrupted"
@@ -285,61 +293,51 @@ type storeError struct{ err error }
 
 func (e *storeError) Error() string { return e.err.Error() }
 
-// pathPlan is what building a case's path takes, once the machine is
-// known to be able to build it.
-type pathPlan struct {
-	mode                     mode.Descriptor
-	senderCPUs, receiverCPUs []int
-	opts                     topo.Options
+// useSpec takes the scenario's hosts and cluster sections for the cases
+// to come.
+func (r *Runner) useSpec(spec *scenario.Spec) {
+	r.agents = site.NewAgents(spec.Hosts)
+	r.clusters = site.NewClusters(spec, r.token)
 }
 
-// planPath checks that the case's mode can be built in its topology and
-// resolves its placement and host controls.
-func planPath(c *model.Case) (pathPlan, error) {
-	d, ok := mode.Lookup(c.Mode)
-	if !ok {
-		return pathPlan{}, fmt.Errorf("unknown mode %q", c.Mode)
+// placerFor is where a case's path is built: on the cluster its mode
+// names, across agents where the scenario maps its hosts, or here.
+func (r *Runner) placerFor(c *model.Case) site.Placer {
+	switch {
+	case site.OnCluster(c):
+		return r.clusters
+	case r.agents.Spans(c.Topology):
+		return r.agents
 	}
-	if err := d.Check(c.Topology); err != nil && !(onCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
-		return pathPlan{}, err
-	}
-	sender, receiver, err := pinning(c.Params)
-	if err != nil {
-		return pathPlan{}, err
-	}
-	opts, err := topoOptions(c.Params)
-	if err != nil {
-		return pathPlan{}, err
-	}
-	return pathPlan{mode: d, senderCPUs: sender, receiverCPUs: receiver, opts: opts}, nil
+	return r.local
 }
 
 // buildPath builds and places what a case measures, pinned as its
-// placement says. A Publisher mode publishes the ports of every engine in
-// engines.
-func (r *Runner) buildPath(ctx context.Context, c *model.Case, plan pathPlan, engines []string) (pl placed, err error) {
-	switch {
-	case onCluster(c):
-		pl, err = r.placeOnCluster(ctx, c, plan.mode, plan.opts)
-	case r.onAgents(c.Topology):
-		pl, err = r.placeOnAgents(ctx, c, plan.mode, plan.opts)
-	default:
-		pl, err = r.placeLocal(c, plan.mode, plan.opts, engines)
-	}
+// placement says, and records where its endpoints ran. A mode that
+// publishes ports before servers exist publishes those of every engine
+// in engines.
+func (r *Runner) buildPath(ctx context.Context, c *model.Case, plan site.Plan, engines []string) (*site.Path, error) {
+	p, err := r.placerFor(c).Place(ctx, c, plan, driver.AllPorts(engines))
 	if err != nil {
-		return placed{}, err
+		return nil, err
 	}
-	pl.server.cpus, pl.client.cpus = plan.receiverCPUs, plan.senderCPUs
-	return pl, nil
+	p.Pin(plan.SenderCPUs, plan.ReceiverCPUs)
+	if p.ServerNode != "" || p.ClientNode != "" {
+		c.Params.ServerNode, c.Params.ClientNode = p.ServerNode, p.ClientNode
+		if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+			return nil, errors.Join(&storeError{err}, p.Close())
+		}
+	}
+	return p, nil
 }
 
 // warmUp runs the case's warm-up, whose sample is discarded.
-func (r *Runner) warmUp(ctx context.Context, drv driver, pl placed, c *model.Case) error {
+func (r *Runner) warmUp(ctx context.Context, drv driver.Driver, p *site.Path, c *model.Case) error {
 	if c.Params.WarmupMS <= 0 {
 		return nil
 	}
 	r.prog.Phase(c, "warm-up")
-	if _, err := measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
+	if _, err := measure.Take(ctx, drv, p, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
@@ -347,7 +345,7 @@ func (r *Runner) warmUp(ctx context.Context, drv driver, pl placed, c *model.Cas
 
 // takeSample takes and stores the case's next sample, appending it to
 // taken, unless the case has enough; it reports whether it took one.
-func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model.Case, taken *[]model.Sample) (bool, error) {
+func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path, c *model.Case, taken *[]model.Sample) (bool, error) {
 	i := len(*taken)
 	if stop, stoppedBy := enoughSamples(c.Params, primaries(c, *taken)); stop {
 		if stoppedBy != "" {
@@ -365,7 +363,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 	var s model.Sample
 	for {
 		var err error
-		s, err = measure(ctx, drv, pl.server, pl.client, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+		s, err = measure.Take(ctx, drv, p, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
 		if err != nil {
 			return false, fmt.Errorf("sample %d: %w", i+1, err)
 		}
@@ -388,58 +386,6 @@ func (r *Runner) takeSample(ctx context.Context, drv driver, pl placed, c *model
 	*taken = append(*taken, s)
 	r.prog.SampleDone(c, s)
 	return true, nil
-}
-
-// placed is a case's server and client slots, wherever they were built.
-type placed struct {
-	server, client *slot
-	// expose publishes a port of the server and returns what clients dial.
-	expose func(port int) (netip.AddrPort, error)
-	// published is set where a Publisher mode published each engine's
-	// port (publishedPorts) before the server existed.
-	published bool
-	// close removes everything placing made.
-	close func() error
-}
-
-// setup is what an engine's driver is built from on this path.
-func (pl placed) setup(r *Runner, engine string) driverSetup {
-	s := driverSetup{server: pl.server, client: pl.client, engineCommand: r.opts.EngineCommand, expose: pl.expose}
-	if pl.published {
-		s.listenPort = publishedPorts(engine)[0]
-	}
-	return s
-}
-
-// placeLocal builds the case's topology on this machine's emulated hosts
-// and places the endpoints on it.
-func (r *Runner) placeLocal(c *model.Case, d mode.Descriptor, opts topo.Options, engines []string) (pl placed, err error) {
-	t, err := topo.Build(c.Topology, r.token, opts)
-	if err != nil {
-		return placed{}, err
-	}
-	m := d.InTopology(t)
-	p, published := m.(mode.Publisher)
-	if published {
-		for _, e := range engines {
-			p.Publish(publishedPorts(e)...)
-		}
-	}
-	g, err := r.placeGroup(t, m, c.Params)
-	if err != nil {
-		return placed{}, errors.Join(err, t.Close())
-	}
-	server, client := g.servers[0], g.clients[0]
-	pl = placed{
-		server: server, client: client,
-		expose:    func(port int) (netip.AddrPort, error) { return m.Expose(server.ep, port) },
-		published: published,
-		close:     func() error { return errors.Join(g.close(), t.Close()) },
-	}
-	if err := t.ApplyOffloads(); err != nil {
-		return placed{}, errors.Join(err, pl.close())
-	}
-	return pl, nil
 }
 
 // order is the sequence the cases run in.

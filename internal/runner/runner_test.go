@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cnbench/internal/awake"
+	"cnbench/internal/driver"
 	"cnbench/internal/engine"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
@@ -111,7 +112,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func vocab() scenario.Vocabulary {
-	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
+	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: driver.Workloads, Engines: driver.Names()}
 }
 
 // TestEveryModeTopologyAndWorkload runs the whole core matrix with short

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"cnbench/internal/driver"
 	"cnbench/internal/model"
+	"cnbench/internal/site"
 )
 
 // Every case is measured here, alone or with the cases that differ from
@@ -37,7 +39,7 @@ func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
 	at := map[string]int{}
 	for _, i := range order {
 		c := &cases[i]
-		if onCluster(c) || r.onAgents(c.Topology) {
+		if !r.placerFor(c).Shared() {
 			groups = append(groups, []int{i})
 			continue
 		}
@@ -55,7 +57,7 @@ func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
 // turn is one engine's case on a shared path.
 type turn struct {
 	c       *model.Case
-	drv     driver
+	drv     driver.Driver
 	samples []model.Sample
 	err     error
 	done    bool
@@ -90,78 +92,93 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 	// The mode's reason comes first; then the path is built if at least
 	// one engine can run the workload, the others being skipped with
 	// their own reason.
-	plan, err := planPath(lead)
+	plan, err := site.PlanFor(lead)
 	anyCan := false
 	for _, t := range turns {
 		t.err = err
 		if err == nil {
-			t.err = engineSupports(t.c.Engine, t.c.Workload)
+			t.err = driver.Supports(t.c.Engine, t.c.Workload)
 			anyCan = anyCan || t.err == nil
 		}
 	}
 	if !anyCan {
 		return
 	}
-	pl, err := r.buildPath(ctx, lead, plan, engines)
+	path, err := r.buildPath(ctx, lead, plan, engines)
 	if err != nil {
 		for _, t := range turns {
 			t.err = cmp.Or(t.err, err)
 		}
 		return
 	}
+	live := r.startTurns(ctx, turns, path)
+	r.sampleInRounds(ctx, live, path)
+	r.endTurns(turns, path)
+}
+
+// startTurns builds each engine's driver on the path and warms it up; it
+// returns the turns that can sample.
+func (r *Runner) startTurns(ctx context.Context, turns []*turn, path *site.Path) []*turn {
 	var live []*turn
 	for _, t := range turns {
 		if t.err != nil {
 			continue
 		}
-		if t.drv, t.err = drivers[t.c.Engine](ctx, pl.setup(r, t.c.Engine), *t.c); t.err != nil {
+		if t.drv, t.err = driver.New(ctx, path, r.opts.EngineCommand, *t.c); t.err != nil {
 			continue
 		}
-		if t.err = r.warmUp(ctx, t.drv, pl, t.c); t.err != nil {
+		if t.err = r.warmUp(ctx, t.drv, path, t.c); t.err != nil {
 			continue
 		}
 		live = append(live, t)
 	}
+	return live
+}
+
+// sampleInRounds has the live turns take a sample each per round, in
+// alternating order, until none takes one, their comparison is decided
+// or their time budget spent. A store failure ends every turn.
+func (r *Runner) sampleInRounds(ctx context.Context, live []*turn, path *site.Path) {
 	began := time.Now()
 	for round := 0; ; round++ {
-		sampled := false
 		seq := slices.Clone(live)
 		if round%2 == 1 {
 			slices.Reverse(seq)
 		}
-		for _, t := range seq {
-			if t.done || t.err != nil {
-				continue
-			}
-			more, err := r.takeSample(ctx, t.drv, pl, t.c, &t.samples)
-			var storeErr *storeError
-			switch {
-			case errors.As(err, &storeErr):
-				// The run ends: what is left is not recorded anyway.
-				t.err = err
-				r.endTurns(turns, pl)
-				return
-			case err != nil:
-				t.err = err
-			case !more:
-				t.done = true
-			default:
-				sampled = true
-			}
-		}
-		if !sampled {
-			break
-		}
-		if err := r.decide(live); err != nil {
-			r.endTurns(turns, pl)
+		sampled, err := r.round(ctx, seq, path)
+		if err != nil || !sampled {
 			return
 		}
-		if err := r.budgetSpent(live, time.Since(began)); err != nil {
-			r.endTurns(turns, pl)
+		if r.decide(live) != nil || r.budgetSpent(live, time.Since(began)) != nil {
 			return
 		}
 	}
-	r.endTurns(turns, pl)
+}
+
+// round has each turn that is not done take its next sample; it reports
+// whether any did, and returns a store failure.
+func (r *Runner) round(ctx context.Context, seq []*turn, path *site.Path) (bool, error) {
+	sampled := false
+	for _, t := range seq {
+		if t.done || t.err != nil {
+			continue
+		}
+		more, err := r.takeSample(ctx, t.drv, path, t.c, &t.samples)
+		var storeErr *storeError
+		switch {
+		case errors.As(err, &storeErr):
+			// The run ends: what is left is not recorded anyway.
+			t.err = err
+			return false, err
+		case err != nil:
+			t.err = err
+		case !more:
+			t.done = true
+		default:
+			sampled = true
+		}
+	}
+	return sampled, nil
 }
 
 // decide ends the live turns when Options.Decide finds their comparison
@@ -229,13 +246,13 @@ func (r *Runner) stopTurns(live []*turn, why string) error {
 
 // endTurns stops every engine and removes the path; a failure to do so
 // is each affected case's.
-func (r *Runner) endTurns(turns []*turn, pl placed) {
+func (r *Runner) endTurns(turns []*turn, path *site.Path) {
 	for _, t := range turns {
 		if t.drv != nil {
-			t.err = errors.Join(t.err, t.drv.stop())
+			t.err = errors.Join(t.err, t.drv.Stop())
 		}
 	}
-	closeErr := pl.close()
+	closeErr := path.Close()
 	if closeErr == nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 )
@@ -107,7 +108,7 @@ workloads:
 func TestExternalEngines(t *testing.T) {
 	var engines []string
 	for _, e := range []string{"iperf3", "ping", "sockperf"} {
-		if err := EngineAvailable(e); err != nil {
+		if err := driver.Available(e); err != nil {
 			t.Logf("skipping the %s engine: %v", e, err)
 			continue
 		}
@@ -217,7 +218,7 @@ workloads:
 			if rate < 30e6 || rate > 60e6 || v[model.LossPct] >= 3 {
 				t.Errorf("%s: max rate %.1f Mbit/s with %.2f%% loss through a 50 Mbit/s NIC", c.Key, rate/1e6, v[model.LossPct])
 			}
-			if trials < 2 || trials > maxRateTrials || len(c.Samples[0].Intervals) != int(trials) {
+			if trials < 2 || trials > driver.MaxRateTrials || len(c.Samples[0].Intervals) != int(trials) {
 				t.Errorf("%s: %.0f trials, %d intervals", c.Key, trials, len(c.Samples[0].Intervals))
 			}
 			for _, iv := range c.Samples[0].Intervals {

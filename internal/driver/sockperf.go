@@ -1,4 +1,4 @@
-package runner
+package driver
 
 import (
 	"context"
@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"cnbench/internal/measure"
 	"cnbench/internal/model"
 	"cnbench/internal/netstat"
+	"cnbench/internal/site"
 	"cnbench/internal/tools"
 )
 
@@ -20,11 +22,11 @@ const sockperfPort = 11111
 // full round-trip times. For udp_stream it runs sockperf throughput
 // against the same server.
 type sockperfDriver struct {
-	server *proc
-	// serverSlot is where the server runs, whose namespace's UDP
+	server *site.Proc
+	// serverSite is where the server runs, whose namespace's UDP
 	// counters say what arrived of a throughput run.
-	serverSlot *slot
-	client     *slot
+	serverSite site.Site
+	client     site.Site
 	target     string
 	port       string
 	// proto is "--tcp", or empty for UDP.
@@ -33,7 +35,7 @@ type sockperfDriver struct {
 	throughputArgs []string
 }
 
-func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
+func newSockperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, error) {
 	var throughputArgs []string
 	if c.Workload == "udp_stream" {
 		var err error
@@ -42,47 +44,47 @@ func newSockperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver
 		}
 	} else if c.Params.RequestSize != c.Params.ResponseSize {
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
-			errEngineCannot, c.Params.RequestSize, c.Params.ResponseSize)
+			ErrCannotRun, c.Params.RequestSize, c.Params.ResponseSize)
 	}
 	var proto []string
 	listen := "udp"
 	if c.Workload == "tcp_rr" {
 		proto, listen = []string{"--tcp"}, "tcp"
 	}
-	args := append([]string{"sockperf", "server", "-i", s.server.ep.Addr.String(), "-p", strconv.Itoa(sockperfPort)}, proto...)
+	args := append([]string{"sockperf", "server", "-i", s.Path.Server().Endpoint().Addr.String(), "-p", strconv.Itoa(sockperfPort)}, proto...)
 	srv, target, err := startToolServer(ctx, s, args, listen, sockperfPort)
 	if err != nil {
 		return nil, err
 	}
-	return &sockperfDriver{server: srv, serverSlot: s.server, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto, throughputArgs: throughputArgs}, nil
+	return &sockperfDriver{server: srv, serverSite: s.Path.Server(), client: s.Path.Client(), target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), proto: proto, throughputArgs: throughputArgs}, nil
 }
 
-func (d *sockperfDriver) stop() error {
-	d.server.stopWithin(0)
+func (d *sockperfDriver) Stop() error {
+	d.server.StopWithin(0)
 	return nil
 }
 
-func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
+func (d *sockperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Duration) (measure.Exchange, error) {
 	if c.Workload == "udp_stream" {
 		return d.throughput(c, dur)
 	}
 	secs := wholeSeconds(dur)
 	args := append([]string{"sockperf", "ping-pong", "-i", d.target, "-p", d.port,
 		"-t", strconv.Itoa(secs), "-m", strconv.Itoa(c.Params.RequestSize), "--full-rtt"}, d.proto...)
-	p, err := d.client.start(args, nil)
+	p, err := d.client.Start(args, nil)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
-	if err := p.wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
-		return exchange{}, err
+	if err := p.Wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
+		return measure.Exchange{}, err
 	}
-	r, err := tools.ParseSockperfPingPong([]byte(p.stdout.String() + p.stderr.String()))
+	r, err := tools.ParseSockperfPingPong([]byte(p.Stdout() + p.Stderr()))
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
-	x := exchange{transactions: r.Transactions, txTime: r.ValidTime, latencyUS: reportedLatency(r.AvgRTTUS, r.PercentilesUS), cpuTransactions: r.AllTransactions, activeTime: r.RunTime}
+	x := measure.Exchange{Transactions: r.Transactions, TxTime: r.ValidTime, LatencyUS: reportedLatency(r.AvgRTTUS, r.PercentilesUS), CPUTransactions: r.AllTransactions, ActiveTime: r.RunTime}
 	if c.Workload == "udp_rr" {
-		x.more = &moreExchange{txPerS: float64(r.Transactions) / r.ValidTime.Seconds(), udp: true}
+		x.TxPerS = float64(r.Transactions) / r.ValidTime.Seconds()
 	}
 	return x, nil
 }
@@ -93,10 +95,10 @@ func (d *sockperfDriver) exchange(ctx context.Context, c model.Case, dur time.Du
 func sockperfThroughputArgs(c model.Case) ([]string, error) {
 	p := c.Params
 	if p.Flows > 1 {
-		return nil, fmt.Errorf("%w: sockperf throughput sends on one socket; this case asks for %d flows", errEngineCannot, p.Flows)
+		return nil, fmt.Errorf("%w: sockperf throughput sends on one socket; this case asks for %d flows", ErrCannotRun, p.Flows)
 	}
 	if p.SendBuffer > 0 || p.ReceiveBuffer > 0 {
-		return nil, fmt.Errorf("%w: cnbench runs sockperf with the kernel's socket buffers; this case sets them", errEngineCannot)
+		return nil, fmt.Errorf("%w: cnbench runs sockperf with the kernel's socket buffers; this case sets them", ErrCannotRun)
 	}
 	bps, pps, err := parseOfferedRate(p.Rate)
 	if err != nil {
@@ -116,37 +118,35 @@ func sockperfThroughputArgs(c model.Case) ([]string, error) {
 // sent; what arrived is what the kernel delivered to sockets in the
 // server's namespace, which is cnbench's own and holds no other UDP
 // traffic, over the same run.
-func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (exchange, error) {
+func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (measure.Exchange, error) {
 	secs := wholeSeconds(dur)
 	args := append([]string{"sockperf", "throughput", "-i", d.target, "-p", d.port, "-t", strconv.Itoa(secs)}, d.throughputArgs...)
-	before, err := netstat.ReadUDP(d.serverSlot.ep.NS)
+	before, err := netstat.ReadUDP(d.serverSite.Endpoint().NS)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
-	p, err := d.client.start(args, nil)
+	p, err := d.client.Start(args, nil)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
-	if err := p.wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
-		return exchange{}, err
+	if err := p.Wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
+		return measure.Exchange{}, err
 	}
-	after, err := netstat.ReadUDP(d.serverSlot.ep.NS)
+	after, err := netstat.ReadUDP(d.serverSite.Endpoint().NS)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
-	r, err := tools.ParseSockperfThroughput([]byte(p.stdout.String() + p.stderr.String()))
+	r, err := tools.ParseSockperfThroughput([]byte(p.Stdout() + p.Stderr()))
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
 	arrived := after.Sub(before).InDatagrams
 	if arrived > uint64(r.Messages) {
-		return exchange{}, fmt.Errorf("sockperf sent %d messages, but %d datagrams arrived at the server's namespace", r.Messages, arrived)
+		return measure.Exchange{}, fmt.Errorf("sockperf sent %d messages, but %d datagrams arrived at the server's namespace", r.Messages, arrived)
 	}
 	received, size := int64(arrived), int64(c.Params.MsgSize)
-	x := exchange{sentBytes: r.Messages * size, receivedBytes: received * size, activeTime: r.Time}
-	x.more = &moreExchange{
-		udp: true, sentPackets: r.Messages, receivedPackets: received, lost: r.Messages - received,
-		throughputBPS: float64(received*size) * 8 / r.Time.Seconds(), noJitter: true,
-	}
+	x := measure.Exchange{SentBytes: r.Messages * size, ReceivedBytes: received * size, ActiveTime: r.Time}
+	x.SentPackets, x.ReceivedPackets, x.Lost = r.Messages, received, r.Messages-received
+	x.ThroughputBPS, x.NoJitter = float64(received*size)*8/r.Time.Seconds(), true
 	return x, nil
 }

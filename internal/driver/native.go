@@ -1,4 +1,4 @@
-package runner
+package driver
 
 import (
 	"context"
@@ -8,117 +8,101 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"cnbench/internal/engine"
+	"cnbench/internal/measure"
 	"cnbench/internal/model"
 	"cnbench/internal/scenario"
+	"cnbench/internal/site"
 )
 
-// moreExchange is what the workloads beyond tcp_stream and tcp_rr, and
-// the traffic patterns, observe in one exchange.
-type moreExchange struct {
-	// throughputBPS and txPerS are the sums over client endpoints of each
-	// one's received bit/s or completed transactions per second; those
-	// run side by side, so the sum is the aggregate rate.
-	throughputBPS, txPerS float64
-	// perEndpoint is each client endpoint's throughput (streams) or
-	// transactions per second (the others); nil for ping.
-	perEndpoint []float64
-	// UDP: datagrams (udp_stream) or requests (udp_rr) sent, received,
-	// lost and reordered, and the mean RFC 3550 jitter over flows.
-	udp                                            bool
-	sentPackets, receivedPackets, lost, outOfOrder int64
-	jitterNS                                       float64
-	// noJitter says the engine measured neither jitter nor order, as a
-	// sender-only tool does not.
-	noJitter bool
-	// udp_rr and ping: tries that got no answer.
-	tried, unanswered int64
-	// ping round trips, ns.
-	rtt *engine.RTTStats
-	// udp_max_rate: the highest aggregate offered rate that passed, and
-	// every trial of the search.
-	maxRateBPS float64
-	trials     int
-}
-
-// groupDriver runs cnbench's own engine in every endpoint of a case's
-// group: a listener in each server, and each client's flows against its
-// server, all clients at once.
-type groupDriver struct {
-	g                *group
-	servers, clients []*nativeEngine
+// nativeDriver runs cnbench's own engine, one long-lived `cnbench engine`
+// process per endpoint of the path, controlled over its control lines: a
+// listener in each server, and each client's flows against its server,
+// all clients at once.
+type nativeDriver struct {
+	path             *site.Path
+	servers, clients []*site.Engine
 	// targets are what each client dials: ip:port of its server's
 	// listener, or the address to ping.
 	targets, pingTargets []string
 }
 
-// maxRateTrials bounds udp_max_rate's search, as the issue asks: the
-// unlimited probe and up to seven bisection steps.
-const maxRateTrials = 8
+// sessionCounter numbers the sessions of all engines, so a listener
+// never mistakes one run's flows for another's.
+var sessionCounter atomic.Uint64
+
+// MaxRateTrials bounds udp_max_rate's search: the unlimited probe and up
+// to seven bisection steps, eight samples' time in all.
+const MaxRateTrials = 8
 
 // defaultLossThresholdPct is udp_max_rate's loss bound, study 000's.
 const defaultLossThresholdPct = 3.0
 
-func newGroupDriver(ctx context.Context, s driverSetup, c model.Case) (d driver, err error) {
-	g := s.server.group
-	gd := &groupDriver{g: g, servers: make([]*nativeEngine, len(g.servers)), clients: make([]*nativeEngine, len(g.clients))}
+func newNativeDriver(ctx context.Context, s Setup, c model.Case) (d Driver, err error) {
+	p := s.Path
+	for _, site := range append(append([]site.Site{}, p.Servers...), p.Clients...) {
+		if err := site.Refuses(c.Workload); err != nil {
+			return nil, err
+		}
+	}
+	nd := &nativeDriver{path: p, servers: make([]*site.Engine, len(p.Servers)), clients: make([]*site.Engine, len(p.Clients))}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, gd.stop())
+			err = errors.Join(err, nd.Stop())
 		}
 	}()
-	// Placement pins the first server and client; the pattern's other
-	// endpoints take the same CPUs as their role.
-	for _, sl := range g.servers {
-		sl.cpus = s.server.cpus
-	}
-	for _, sl := range g.clients {
-		sl.cpus = s.client.cpus
-	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(g.servers)+len(g.clients))
-	for i, sl := range g.servers {
-		wg.Go(func() { gd.servers[i], errs[i] = startNativeEngine(sl, s.engineCommand) })
+	errs := make([]error, len(p.Servers)+len(p.Clients))
+	for i, st := range p.Servers {
+		wg.Go(func() { nd.servers[i], errs[i] = st.StartEngine(s.EngineCommand) })
 	}
-	for i, sl := range g.clients {
-		wg.Go(func() { gd.clients[i], errs[len(g.servers)+i] = startNativeEngine(sl, s.engineCommand) })
+	for i, st := range p.Clients {
+		wg.Go(func() { nd.clients[i], errs[len(p.Servers)+i] = st.StartEngine(s.EngineCommand) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	opts := socketOptions(c.Params)
-	serverTargets := make([]string, len(g.servers))
-	pingTargets := make([]string, len(g.servers))
-	for i, sl := range g.servers {
-		port, err := gd.servers[i].client.ListenWith(ctx, sl.ep.Addr.String(), s.listenPort, opts)
+	return nd, nd.listen(ctx, s.ListenPort, socketOptions(c.Params))
+}
+
+// listen has every server's engine listen, on port if not 0, and learns
+// what each client dials.
+func (d *nativeDriver) listen(ctx context.Context, port int, opts engine.SocketOptions) error {
+	p := d.path
+	serverTargets := make([]string, len(p.Servers))
+	pingTargets := make([]string, len(p.Servers))
+	for i, st := range p.Servers {
+		addr := st.Endpoint().Addr
+		got, err := d.servers[i].Client.ListenWith(ctx, addr.String(), port, opts)
 		if err != nil {
-			return nil, gd.servers[i].proc.describe(fmt.Errorf("listen on %s: %w", sl.ep.Addr, err))
+			return d.servers[i].Describe(fmt.Errorf("listen on %s: %w", addr, err))
 		}
-		target, err := g.expose(sl, port)
+		target, err := p.Expose(st, got)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// An echo goes where clients connect: behind nat that is the
 		// server's host, which answers it, as a published container's
 		// address does.
 		serverTargets[i], pingTargets[i] = target.String(), target.Addr().String()
 	}
-	for i := range g.clients {
-		gd.targets = append(gd.targets, serverTargets[g.serverOf[i]])
-		gd.pingTargets = append(gd.pingTargets, pingTargets[g.serverOf[i]])
+	for i := range p.Clients {
+		d.targets = append(d.targets, serverTargets[p.ServerOf[i]])
+		d.pingTargets = append(d.pingTargets, pingTargets[p.ServerOf[i]])
 	}
-	return gd, nil
+	return nil
 }
 
-func (d *groupDriver) stop() error {
+func (d *nativeDriver) Stop() error {
 	var wg sync.WaitGroup
-	for _, e := range append(append([]*nativeEngine{}, d.clients...), d.servers...) {
-		wg.Go(e.stop)
+	for _, e := range append(append([]*site.Engine{}, d.clients...), d.servers...) {
+		wg.Go(e.Stop)
 	}
 	wg.Wait()
 	return nil
@@ -181,10 +165,10 @@ func runSpec(c model.Case, dur time.Duration) (engine.RunSpec, error) {
 // defaultPingInterval is the gap between echoes unless a case sets one.
 const defaultPingInterval = 100 * time.Millisecond
 
-func (d *groupDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
+func (d *nativeDriver) Exchange(ctx context.Context, c model.Case, dur time.Duration) (measure.Exchange, error) {
 	spec, err := runSpec(c, dur)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
 	if c.Workload == "udp_max_rate" {
 		return d.maxRate(ctx, c, spec)
@@ -201,7 +185,7 @@ type clientResult struct {
 
 // round runs spec from every client endpoint at once, each against its
 // server, and adds up what they saw.
-func (d *groupDriver) round(ctx context.Context, c model.Case, spec engine.RunSpec) (exchange, error) {
+func (d *nativeDriver) round(ctx context.Context, c model.Case, spec engine.RunSpec) (measure.Exchange, error) {
 	results := make([]clientResult, len(d.clients))
 	collect := spec.Workload != engine.WorkloadTCPCRR && spec.Workload != engine.WorkloadPing
 	var wg sync.WaitGroup
@@ -214,16 +198,16 @@ func (d *groupDriver) round(ctx context.Context, c model.Case, spec engine.RunSp
 				s.Target = d.pingTargets[i]
 			}
 			r := &results[i]
-			if r.run, r.err = cl.client.Run(ctx, s); r.err != nil {
-				r.err = cl.proc.describe(fmt.Errorf("run %s from %s against %s: %w", c.Workload, d.g.clients[i].ep.Name, s.Target, r.err))
+			if r.run, r.err = cl.Client.Run(ctx, s); r.err != nil {
+				r.err = cl.Describe(fmt.Errorf("run %s from %s against %s: %w", c.Workload, d.path.Clients[i].Endpoint().Name, s.Target, r.err))
 				return
 			}
 			if !collect {
 				return
 			}
-			srv := d.servers[d.g.serverOf[i]]
-			if r.sess, r.err = srv.client.Collect(ctx, s.Session, 10*time.Second); r.err != nil {
-				r.err = srv.proc.describe(fmt.Errorf("collect session %d: %w", s.Session, r.err))
+			srv := d.servers[d.path.ServerOf[i]]
+			if r.sess, r.err = srv.Client.Collect(ctx, s.Session, 10*time.Second); r.err != nil {
+				r.err = srv.Describe(fmt.Errorf("collect session %d: %w", s.Session, r.err))
 			}
 		})
 	}
@@ -233,96 +217,105 @@ func (d *groupDriver) round(ctx context.Context, c model.Case, spec engine.RunSp
 		errs = append(errs, r.err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
 	return d.combine(c, spec, results)
 }
 
 // combine adds up the client endpoints' results.
-func (d *groupDriver) combine(c model.Case, spec engine.RunSpec, results []clientResult) (exchange, error) {
-	var x exchange
+func (d *nativeDriver) combine(c model.Case, spec engine.RunSpec, results []clientResult) (measure.Exchange, error) {
+	var x measure.Exchange
 	var hists []*hdrhistogram.Histogram
-	more := &moreExchange{udp: spec.Workload == engine.WorkloadUDPStream || spec.Workload == engine.WorkloadUDPRR}
 	var rtt rttSum
 	for _, r := range results {
-		run := r.run
-		x.sentBytes += run.SentBytes
-		x.transactions += run.Transactions
-		x.txTime = max(x.txTime, run.Elapsed)
-		if run.RetransmitsKnown {
-			x.retransmits += run.Retransmits
-			x.retransmitsKnown = true
-		}
-		if len(run.LatencyHDR) > 0 {
-			h, err := hdrhistogram.Decode(run.LatencyHDR)
+		if len(r.run.LatencyHDR) > 0 {
+			h, err := hdrhistogram.Decode(r.run.LatencyHDR)
 			if err != nil {
 				return x, fmt.Errorf("decode latency histogram: %w", err)
 			}
 			hists = append(hists, h)
 		}
-		var rate float64
-		switch spec.Workload {
-		case engine.WorkloadTCPStream, engine.WorkloadUDPStream:
-			if r.sess.Elapsed > 0 {
-				rate = float64(r.sess.ReceivedBytes) * 8 / r.sess.Elapsed.Seconds()
-			}
-			more.throughputBPS += rate
-		default:
-			if run.Elapsed > 0 {
-				rate = float64(run.Transactions) / run.Elapsed.Seconds()
-			}
-			more.txPerS += rate
-		}
-		if spec.Workload != engine.WorkloadPing {
-			more.perEndpoint = append(more.perEndpoint, rate)
-		}
-		if s := r.sess; s != nil {
-			x.receivedBytes += s.ReceivedBytes
-			x.receiveTime = max(x.receiveTime, s.Elapsed)
-			x.intervals = addIntervals(x.intervals, s.Intervals)
-		}
-		switch spec.Workload {
-		case engine.WorkloadUDPStream:
-			s := r.sess
-			if s.PeerSent != run.SentPackets {
-				return x, fmt.Errorf("the listener heard of %d datagrams sent, the client sent %d", s.PeerSent, run.SentPackets)
-			}
-			more.sentPackets += run.SentPackets
-			more.receivedPackets += s.Packets
-			more.lost += s.PeerLost
-			more.outOfOrder += s.OutOfOrder
-			more.jitterNS += s.JitterNS / float64(len(results))
-		case engine.WorkloadUDPRR:
-			more.sentPackets += run.SentPackets
-			more.receivedPackets += r.sess.Packets
-			more.tried += run.SentPackets
-			more.unanswered += run.Lost
-		case engine.WorkloadPing:
-			more.tried += run.SentPackets
-			more.unanswered += run.Lost
-			rtt.add(run.Transactions, run.RTT)
+		if err := addClient(&x, spec.Workload, r, len(results), &rtt); err != nil {
+			return x, err
 		}
 	}
-	if len(hists) > 0 {
+	switch len(hists) {
+	case 0:
+	case 1:
+		x.LatencyHDR = results[0].run.LatencyHDR
+	default:
 		merged := hists[0]
 		for _, h := range hists[1:] {
 			merged.Merge(h)
 		}
-		if len(hists) == 1 {
-			x.latencyHDR = results[0].run.LatencyHDR
-		} else {
-			enc, err := merged.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
-			if err != nil {
-				return x, fmt.Errorf("encode latency histogram: %w", err)
-			}
-			x.latencyHDR = enc
+		enc, err := merged.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+		if err != nil {
+			return x, fmt.Errorf("encode latency histogram: %w", err)
 		}
+		x.LatencyHDR = enc
 	}
-	more.rtt = rtt.stats()
-	if d.g.multi() || c.Params.Pattern != "" || (c.Workload != "tcp_stream" && c.Workload != "tcp_rr") {
-		x.more = more
+	x.RTT = rtt.stats()
+	// One pair of a stream or request/response without a pattern has no
+	// aggregate to report beyond its own figures.
+	if !d.path.Multi() && c.Params.Pattern == "" && (c.Workload == "tcp_stream" || c.Workload == "tcp_rr") {
+		x.PerEndpoint = nil
 	}
 	return x, nil
+}
+
+// addClient adds one of n client endpoints' results to x.
+func addClient(x *measure.Exchange, workload string, r clientResult, n int, rtt *rttSum) error {
+	run := r.run
+	x.SentBytes += run.SentBytes
+	x.Transactions += run.Transactions
+	x.TxTime = max(x.TxTime, run.Elapsed)
+	if run.RetransmitsKnown {
+		x.Retransmits += run.Retransmits
+		x.RetransmitsKnown = true
+	}
+	var rate float64
+	switch workload {
+	case engine.WorkloadTCPStream, engine.WorkloadUDPStream:
+		if r.sess.Elapsed > 0 {
+			rate = float64(r.sess.ReceivedBytes) * 8 / r.sess.Elapsed.Seconds()
+		}
+		x.ThroughputBPS += rate
+	default:
+		if run.Elapsed > 0 {
+			rate = float64(run.Transactions) / run.Elapsed.Seconds()
+		}
+		x.TxPerS += rate
+	}
+	if workload != engine.WorkloadPing {
+		x.PerEndpoint = append(x.PerEndpoint, rate)
+	}
+	if s := r.sess; s != nil {
+		x.ReceivedBytes += s.ReceivedBytes
+		x.ReceiveTime = max(x.ReceiveTime, s.Elapsed)
+		x.Intervals = addIntervals(x.Intervals, s.Intervals)
+	}
+	switch workload {
+	case engine.WorkloadUDPStream:
+		s := r.sess
+		if s.PeerSent != run.SentPackets {
+			return fmt.Errorf("the listener heard of %d datagrams sent, the client sent %d", s.PeerSent, run.SentPackets)
+		}
+		x.SentPackets += run.SentPackets
+		x.ReceivedPackets += s.Packets
+		x.Lost += s.PeerLost
+		x.OutOfOrder += s.OutOfOrder
+		x.JitterNS += s.JitterNS / float64(n)
+	case engine.WorkloadUDPRR:
+		x.SentPackets += run.SentPackets
+		x.ReceivedPackets += r.sess.Packets
+		x.Tried += run.SentPackets
+		x.Unanswered += run.Lost
+	case engine.WorkloadPing:
+		x.Tried += run.SentPackets
+		x.Unanswered += run.Lost
+		rtt.add(run.Transactions, run.RTT)
+	}
+	return nil
 }
 
 // addIntervals adds b to a interval by interval.
@@ -370,14 +363,14 @@ func (r *rttSum) stats() *engine.RTTStats {
 // maxRate searches the highest offered rate whose loss stays below the
 // case's threshold: a first, unpaced trial shows what the sender can
 // offer and the path delivers; then bisection between nothing and that
-// offered rate, starting at the delivered one, for at most maxRateTrials
+// offered rate, starting at the delivered one, for at most MaxRateTrials
 // trials in all, each as long as a sample. While nothing above a passing
 // rate has failed yet, the next step goes at most a quarter higher: the
 // answer is rarely far above what the path delivered, and halving from
 // an unpaced sender's rate would spend the trials far above it. The
 // sample holds the passing trial with the highest rate, and every trial
 // as an interval.
-func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.RunSpec) (exchange, error) {
+func (d *nativeDriver) maxRate(ctx context.Context, c model.Case, spec engine.RunSpec) (measure.Exchange, error) {
 	threshold := c.Params.LossThresholdPct
 	if threshold <= 0 {
 		threshold = defaultLossThresholdPct
@@ -385,7 +378,7 @@ func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.Run
 	flows := float64(spec.Flows * len(d.clients))
 	began := time.Now()
 	var trials []model.Interval
-	trial := func(ratePerFlow int64) (exchange, float64, float64, error) {
+	trial := func(ratePerFlow int64) (measure.Exchange, float64, float64, error) {
 		s := spec
 		s.RateBPS, s.RatePPS = ratePerFlow, 0
 		start := time.Since(began)
@@ -393,25 +386,24 @@ func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.Run
 		if err != nil {
 			return x, 0, 0, fmt.Errorf("trial %d at %d bit/s per flow: %w", len(trials)+1, ratePerFlow, err)
 		}
-		m := x.more
 		offered := float64(ratePerFlow) * flows
-		if ratePerFlow == 0 && x.txTime > 0 {
-			offered = float64(x.sentBytes) * 8 / x.txTime.Seconds()
+		if ratePerFlow == 0 && x.TxTime > 0 {
+			offered = float64(x.SentBytes) * 8 / x.TxTime.Seconds()
 		}
 		loss := 0.0
-		if m.sentPackets > 0 {
-			loss = 100 * float64(m.lost) / float64(m.sentPackets)
+		if x.SentPackets > 0 {
+			loss = 100 * float64(x.Lost) / float64(x.SentPackets)
 		}
 		trials = append(trials, model.Interval{
 			StartMS: start.Milliseconds(), EndMS: time.Since(began).Milliseconds(),
-			Bytes: x.receivedBytes, BPS: m.throughputBPS, Packets: m.receivedPackets, Lost: m.lost,
+			Bytes: x.ReceivedBytes, BPS: x.ThroughputBPS, Packets: x.ReceivedPackets, Lost: x.Lost,
 			OfferedBPS: offered, LossPct: loss,
 		})
 		return x, offered, loss, nil
 	}
 	first, offered, loss, err := trial(0)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
 	best, bestRate := first, -1.0
 	if loss < threshold {
@@ -419,11 +411,11 @@ func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.Run
 	} else {
 		ceiling := offered / flows
 		lo, hi := 0.0, ceiling
-		rate := first.more.throughputBPS / flows
-		for len(trials) < maxRateTrials && rate >= 1 {
+		rate := first.ThroughputBPS / flows
+		for len(trials) < MaxRateTrials && rate >= 1 {
 			x, offered, loss, err := trial(int64(rate))
 			if err != nil {
-				return exchange{}, err
+				return measure.Exchange{}, err
 			}
 			if loss < threshold {
 				lo, best, bestRate = rate, x, offered
@@ -440,8 +432,8 @@ func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.Run
 			}
 		}
 	}
-	best.more.maxRateBPS = max(0, bestRate)
-	best.more.trials = len(trials)
-	best.intervals = trials
+	best.MaxRateBPS = max(0, bestRate)
+	best.Trials = len(trials)
+	best.Intervals = trials
 	return best, nil
 }

@@ -1,4 +1,4 @@
-package runner
+package driver
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"cnbench/internal/measure"
 	"cnbench/internal/model"
+	"cnbench/internal/site"
 	"cnbench/internal/tools"
 )
 
@@ -31,20 +33,20 @@ var netperfTests = map[string]string{
 // case and forks a child per test, and one netperf client run per
 // sample, whose keyval output is parsed.
 type netperfDriver struct {
-	server *proc
-	client *slot
+	server *site.Proc
+	client site.Site
 	target string
 	port   string
 	// test is the case's test and its test-specific flags.
 	test []string
 }
 
-func newNetperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver, error) {
+func newNetperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, error) {
 	test, err := netperfArgs(c)
 	if err != nil {
 		return nil, err
 	}
-	addr := s.server.ep.Addr.String()
+	addr := s.Path.Server().Endpoint().Addr.String()
 	args := []string{"netserver", "-D", "-L", addr + ",inet", "-p", strconv.Itoa(netperfControlPort)}
 	srv, target, err := startToolServer(ctx, s, args, "tcp", netperfControlPort)
 	if err != nil {
@@ -52,16 +54,16 @@ func newNetperfDriver(ctx context.Context, s driverSetup, c model.Case) (driver,
 	}
 	// The client dials the data port at the address it reaches the
 	// control port at; a mode must publish it under the same number.
-	data, err := s.expose(netperfDataPort)
+	data, err := s.Path.Expose(s.Path.Server(), netperfDataPort)
 	if err == nil && (data.Addr() != target.Addr() || data.Port() != netperfDataPort) {
 		err = fmt.Errorf("%w: netperf needs its data port %d reachable at %s:%d, where the control port is; the mode gives %s",
-			errEngineCannot, netperfDataPort, target.Addr(), netperfDataPort, data)
+			ErrCannotRun, netperfDataPort, target.Addr(), netperfDataPort, data)
 	}
 	if err != nil {
-		srv.stopWithin(0)
+		srv.StopWithin(0)
 		return nil, err
 	}
-	return &netperfDriver{server: srv, client: s.client, target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), test: test}, nil
+	return &netperfDriver{server: srv, client: s.Path.Client(), target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), test: test}, nil
 }
 
 // netperfArgs are the netperf test and test-specific flags for a case.
@@ -69,17 +71,17 @@ func netperfArgs(c model.Case) ([]string, error) {
 	p := c.Params
 	test, ok := netperfTests[c.Workload]
 	if !ok {
-		return nil, fmt.Errorf("%w: netperf does not run %s", errEngineCannot, c.Workload)
+		return nil, fmt.Errorf("%w: netperf does not run %s", ErrCannotRun, c.Workload)
 	}
 	if p.Flows > 1 {
-		return nil, fmt.Errorf("%w: netperf runs one flow per process; this case asks for %d", errEngineCannot, p.Flows)
+		return nil, fmt.Errorf("%w: netperf runs one flow per process; this case asks for %d", ErrCannotRun, p.Flows)
 	}
 	for _, knob := range []struct {
 		set  bool
 		name string
 	}{{p.MSS > 0, "mss"}, {p.SendBuffer > 0 || p.ReceiveBuffer > 0, "socket buffers"}, {p.CC != "", "congestion control"}} {
 		if knob.set {
-			return nil, fmt.Errorf("%w: cnbench runs netperf with the kernel's defaults; this case sets %s", errEngineCannot, knob.name)
+			return nil, fmt.Errorf("%w: cnbench runs netperf with the kernel's defaults; this case sets %s", ErrCannotRun, knob.name)
 		}
 	}
 	args := []string{"-t", test}
@@ -98,12 +100,12 @@ func netperfArgs(c model.Case) ([]string, error) {
 	return append(args, test2...), nil
 }
 
-func (d *netperfDriver) stop() error {
-	d.server.stopWithin(0)
+func (d *netperfDriver) Stop() error {
+	d.server.StopWithin(0)
 	return nil
 }
 
-func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
+func (d *netperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Duration) (measure.Exchange, error) {
 	secs := wholeSeconds(dur)
 	// -P 0: no banner. -a and -A: page-aligned buffers on both sides,
 	// as iperf3's and cnbench's own are; netperf aligns to 8 bytes by
@@ -117,17 +119,17 @@ func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Dur
 		args = append(args, "-j")
 	}
 	args = append(args, d.test...)
-	p, err := d.client.start(args, nil)
+	p, err := d.client.Start(args, nil)
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
-	waitErr := p.wait(time.Duration(secs)*time.Second + 15*time.Second)
-	r, err := tools.ParseNetperf([]byte(p.stdout.String() + p.stderr.String()))
+	waitErr := p.Wait(time.Duration(secs)*time.Second + 15*time.Second)
+	r, err := tools.ParseNetperf([]byte(p.Stdout() + p.Stderr()))
 	if waitErr != nil {
-		return exchange{}, fmt.Errorf("%w: %s", waitErr, strings.TrimSpace(p.stderr.String()))
+		return measure.Exchange{}, fmt.Errorf("%w: %s", waitErr, strings.TrimSpace(p.Stderr()))
 	}
 	if err != nil {
-		return exchange{}, err
+		return measure.Exchange{}, err
 	}
 	if c.Workload == "tcp_stream" {
 		// The time from the precise throughput, not the elapsed time
@@ -136,12 +138,12 @@ func (d *netperfDriver) exchange(ctx context.Context, c model.Case, dur time.Dur
 		if r.ThroughputBPS > 0 && r.ReceivedBytes > 0 {
 			took = time.Duration(float64(r.ReceivedBytes) * 8 / r.ThroughputBPS * float64(time.Second))
 		}
-		return exchange{sentBytes: r.SentBytes, receivedBytes: r.ReceivedBytes, receiveTime: took,
-			retransmits: r.Retransmits, retransmitsKnown: r.HasRetransmits}, nil
+		return measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: took,
+			Retransmits: r.Retransmits, RetransmitsKnown: r.HasRetransmits}, nil
 	}
-	x := exchange{transactions: r.Transactions(), txTime: r.Elapsed, latencyUS: reportedLatency(r.MeanUS, r.PercentilesUS)}
+	x := measure.Exchange{Transactions: r.Transactions(), TxTime: r.Elapsed, LatencyUS: reportedLatency(r.MeanUS, r.PercentilesUS)}
 	if c.Workload != "tcp_rr" {
-		x.more = &moreExchange{txPerS: r.TransactionRate, udp: c.Workload == "udp_rr"}
+		x.TxPerS = r.TransactionRate
 	}
 	return x, nil
 }

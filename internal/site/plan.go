@@ -1,20 +1,57 @@
-package runner
+package site
 
 import (
 	"errors"
 	"fmt"
 
+	"cnbench/internal/cluster"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
 
-// recordSettings fills in the settings a case resolves to on this
+// Plan is what building a case's path takes, once the machine is known
+// to be able to build it.
+type Plan struct {
+	Mode                     mode.Descriptor
+	SenderCPUs, ReceiverCPUs []int
+	Opts                     topo.Options
+}
+
+// PlanFor checks that the case's mode can be built in its topology and
+// resolves its placement and host controls.
+func PlanFor(c *model.Case) (Plan, error) {
+	d, ok := mode.Lookup(c.Mode)
+	if !ok {
+		return Plan{}, fmt.Errorf("unknown mode %q", c.Mode)
+	}
+	if err := d.Check(c.Topology); err != nil && !(OnCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
+		return Plan{}, err
+	}
+	sender, receiver, err := pinning(c.Params)
+	if err != nil {
+		return Plan{}, err
+	}
+	opts, err := topoOptions(c.Params)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Mode: d, SenderCPUs: sender, ReceiverCPUs: receiver, Opts: opts}, nil
+}
+
+// OnCluster reports whether a case's mode deploys on a cluster.
+func OnCluster(c *model.Case) bool {
+	_, _, ok := cluster.For(c.Mode)
+	return ok
+}
+
+// RecordSettings fills in the settings a case resolves to on this
 // machine before it is stored: what its mode decides for itself (the OVS
 // datapath) and the CPUs its placement pins the engines to.
-func recordSettings(c *model.Case) {
+func RecordSettings(c *model.Case) {
 	if d, ok := mode.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
 	}
@@ -52,4 +89,12 @@ func topoOptions(p model.Params) (topo.Options, error) {
 		MTU:        p.MTU,
 		Offloads:   topo.Offloads{GRO: p.GRO, GSO: p.GSO, TSO: p.TSO, TxChecksum: p.TxChecksum},
 	}, nil
+}
+
+// RecordAccel records, with every case of a VM topology, how guests run
+// here: numbers measured under TCG measure the emulator.
+func RecordAccel(c *model.Case, token netns.Token) {
+	if topo.IsVM(c.Topology) && topo.VMAvailable() == nil {
+		c.Params.Accel, _ = topo.Accelerator(token)
+	}
 }

@@ -1,4 +1,4 @@
-package runner
+package measure
 
 import (
 	"math"
@@ -17,10 +17,10 @@ import (
 // engine busy throughout is judged over the whole sample.
 func TestStealIsJudgedWhileTrafficFlowed(t *testing.T) {
 	began := time.Now()
-	before := cpuReading{at: began}
-	after := cpuReading{at: began.Add(3 * time.Second), machine: cpu.Machine{Softirq: 300 * time.Millisecond, Steal: 350 * time.Millisecond}}
+	before := reading{at: began}
+	after := reading{at: began.Add(3 * time.Second), machine: cpu.Machine{Softirq: 300 * time.Millisecond, Steal: 350 * time.Millisecond}}
 	marks := []stealMark{{began.Add(time.Second), 250 * time.Millisecond}, {began.Add(2 * time.Second), 300 * time.Millisecond}}
-	idler := exchange{receivedBytes: 1e9, receiveTime: time.Second, activeTime: time.Second}
+	idler := Exchange{ReceivedBytes: 1e9, ReceiveTime: time.Second, ActiveTime: time.Second}
 	s, err := sampleFrom(model.Case{Workload: "tcp_stream"}, before, after, idler, marks)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestStealIsJudgedWhileTrafficFlowed(t *testing.T) {
 	if got := s.Values[model.CPUSoftirqPct]; math.Abs(got-30) > 1e-9 {
 		t.Errorf("softirq %.2f%% of a core, want 30%% (0.3 s over the 1 s of traffic)", got)
 	}
-	busy := exchange{receivedBytes: 3e9, receiveTime: 3 * time.Second}
+	busy := Exchange{ReceivedBytes: 3e9, ReceiveTime: 3 * time.Second}
 	s, err = sampleFrom(model.Case{Workload: "tcp_stream"}, before, after, busy, marks)
 	if err != nil {
 		t.Fatal(err)

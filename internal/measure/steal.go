@@ -1,4 +1,4 @@
-package runner
+package measure
 
 import (
 	"time"
@@ -63,7 +63,7 @@ func (w *stealWatch) end() []stealMark {
 // last busy time (where traffic flowed; the whole sample for most
 // engines), measured from the latest mark taken by then, or from the
 // sample's start.
-func stealPct(before, after cpuReading, busy time.Duration, marks []stealMark) float64 {
+func stealPct(before, after reading, busy time.Duration, marks []stealMark) float64 {
 	from := stealMark{at: before.at, steal: before.machine.Steal}
 	start := after.at.Add(-busy)
 	for _, m := range marks {

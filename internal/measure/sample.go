@@ -1,0 +1,187 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"cnbench/internal/cpu"
+	"cnbench/internal/model"
+	"cnbench/internal/netstat"
+	"cnbench/internal/site"
+)
+
+// reading is the CPU time of both sides of a path and of the machines
+// they run on at one moment, and the kernel's counters of the servers'
+// namespaces.
+type reading struct {
+	at             time.Time
+	server, client cpu.Usage
+	machine        cpu.Machine
+	// remote is set when the sites run on other machines, whose machine
+	// time this is.
+	remote bool
+	wire   netstat.Counters
+	udp    netstat.UDP
+}
+
+// read reads every site of a path: the sender's CPU time is the sum over
+// the clients, the receiver's over the servers. Endpoints of the host
+// mode share their host's namespace, whose counters count once; each
+// machine's softirq and steal time count once too.
+func read(p *site.Path) (reading, error) {
+	r := reading{at: time.Now()}
+	var errs []error
+	seen := map[string]bool{}
+	machines := map[string]cpu.Machine{}
+	here := false
+	add := func(sites []site.Site, traffic bool) cpu.Usage {
+		var total cpu.Usage
+		for _, s := range sites {
+			rd, err := s.Read(traffic)
+			errs = append(errs, err)
+			total = cpu.Usage{User: total.User + rd.CPU.User, System: total.System + rd.CPU.System}
+			if traffic && !seen[rd.Namespace] {
+				seen[rd.Namespace] = true
+				r.wire, r.udp = r.wire.Add(rd.Links), r.udp.Add(rd.UDP)
+			}
+			if rd.Machine == nil {
+				here = true
+			} else {
+				machines[strings.ToLower(rd.Host)] = *rd.Machine
+			}
+		}
+		return total
+	}
+	r.server, r.client = add(p.Servers, true), add(p.Clients, false)
+	if here {
+		var err error
+		r.machine, err = cpu.ReadMachine()
+		errs = append(errs, err)
+	}
+	for _, m := range machines {
+		r.machine = cpu.Machine{Softirq: r.machine.Softirq + m.Softirq, Steal: r.machine.Steal + m.Steal}
+		r.remote = true
+	}
+	return r, errors.Join(errs...)
+}
+
+// Take runs one exchange between readings of the path and turns it into
+// a sample.
+func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time.Duration) (model.Sample, error) {
+	before, err := read(p)
+	if err != nil {
+		return model.Sample{}, err
+	}
+	var watch *stealWatch
+	if !before.remote {
+		watch = watchSteal() // this machine's: an agent's steal is its own
+	}
+	x, err := d.Exchange(ctx, c, dur)
+	marks := watch.end()
+	if err != nil {
+		return model.Sample{}, err
+	}
+	after, err := read(p)
+	if err != nil {
+		return model.Sample{}, err
+	}
+	return sampleFrom(c, before, after, x, marks)
+}
+
+// sampleFrom turns an exchange and the CPU readings around it into a
+// sample. The sender of a stream is the client and the receiver the
+// server; for request/response the client sends the requests.
+func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMark) (model.Sample, error) {
+	wall := after.at.Sub(before.at)
+	if wall <= 0 {
+		return model.Sample{}, errors.New("measure: the clock did not advance")
+	}
+	clientCPU := after.client.Sub(before.client).Total()
+	serverCPU := after.server.Sub(before.server).Total()
+	bothCPU := (clientCPU + serverCPU).Seconds()
+	busyTime := x.busyTime(wall)
+	busy := busyTime.Seconds()
+	v := map[string]float64{
+		model.CPUSenderPct:   100 * clientCPU.Seconds() / busy,
+		model.CPUReceiverPct: 100 * serverCPU.Seconds() / busy,
+	}
+	machine := after.machine.Sub(before.machine)
+	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / busy
+	// Steal is the hypervisor's, not the engine's doing: a rate over the
+	// time traffic flowed, where marks tell when that began (stealWatch).
+	v[model.CPUStealPct] = stealPct(before, after, busyTime, marks)
+	if x.RetransmitsKnown {
+		v[model.Retransmits] = float64(x.Retransmits)
+	}
+	s := model.Sample{Started: before.at, Duration: wall, Values: v, Intervals: x.Intervals}
+	switch c.Workload {
+	case "tcp_stream":
+		if x.ReceiveTime <= 0 || x.ReceivedBytes <= 0 {
+			return s, fmt.Errorf("measure: the receiver got %d bytes in %v", x.ReceivedBytes, x.ReceiveTime)
+		}
+		v[model.ThroughputBPS] = float64(x.ReceivedBytes) * 8 / x.ReceiveTime.Seconds()
+		if x.SentBytes > 0 {
+			v[model.SentBytes] = float64(x.SentBytes)
+		}
+		v[model.ReceivedBytes] = float64(x.ReceivedBytes)
+		v[model.CPUSPerGB] = bothCPU / (float64(x.ReceivedBytes) / 1e9)
+		wire := after.wire.Sub(before.wire)
+		v[model.WireRxBytes] = float64(wire.RxBytes)
+		v[model.WireRxPackets] = float64(wire.RxPackets)
+		if payload := wirePayload(wire); payload > 0 {
+			v[model.AppWireRatio] = float64(x.ReceivedBytes) / payload
+		}
+	case "tcp_rr":
+		if x.Transactions <= 0 || x.TxTime <= 0 {
+			return s, fmt.Errorf("measure: %d transactions in %v", x.Transactions, x.TxTime)
+		}
+		v[model.TransactionsPerS] = float64(x.Transactions) / x.TxTime.Seconds()
+		v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
+		if err := latencyValues(v, x); err != nil {
+			return s, err
+		}
+		s.Latency = x.LatencyHDR
+	default:
+		if err := workloadValues(c, &s, x, before, after, bothCPU); err != nil {
+			return s, err
+		}
+	}
+	patternValues(v, x)
+	return s, nil
+}
+
+// latencyValues fills the sample's latency metrics from the exchange's
+// histogram, or from the percentiles the engine reported itself.
+func latencyValues(v map[string]float64, x Exchange) error {
+	if len(x.LatencyHDR) == 0 {
+		for k, us := range x.LatencyUS {
+			v[k] = us
+		}
+		return nil
+	}
+	h, err := hdrhistogram.Decode(x.LatencyHDR)
+	if err != nil {
+		return fmt.Errorf("measure: decode latency histogram: %w", err)
+	}
+	for _, p := range model.LatencyPercentiles {
+		v[p.Name] = float64(h.ValueAtQuantile(p.Quantile)) / 1e3
+	}
+	v[model.LatencyMeanUS] = h.Mean() / 1e3
+	return nil
+}
+
+// tcpFrameOverhead is the Ethernet, IPv4 and TCP (with timestamps) header
+// bytes that every frame the counters count carries. With GSO and GRO a
+// counted frame may hold up to 64 KiB of payload under one header.
+const tcpFrameOverhead = 14 + 20 + 32
+
+// wirePayload estimates the TCP payload the server's interfaces received:
+// their byte count less one header per counted frame.
+func wirePayload(w netstat.Counters) float64 {
+	return float64(w.RxBytes) - float64(w.RxPackets)*tcpFrameOverhead
+}

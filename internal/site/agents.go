@@ -1,0 +1,164 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"cnbench/internal/agent"
+	"cnbench/internal/mode"
+	"cnbench/internal/model"
+	"cnbench/internal/placement"
+	"cnbench/internal/scenario"
+	"cnbench/internal/topo"
+)
+
+// AgentTimeout is how long an agent keeps a case's objects once the run
+// falls silent; a run that dies loses its connection, and the agent
+// removes them at once.
+var AgentTimeout = 10 * time.Second
+
+// Agents places cases on the machines a scenario's hosts map to agents,
+// with one client per agent for the whole run.
+type Agents struct {
+	hosts   map[string]scenario.Host
+	mu      sync.Mutex
+	clients map[string]*agent.Client
+}
+
+var _ Placer = (*Agents)(nil)
+
+// NewAgents takes the scenario's hosts section; nil when it maps none.
+func NewAgents(hosts []scenario.Host) *Agents {
+	if len(hosts) == 0 {
+		return nil
+	}
+	a := &Agents{hosts: map[string]scenario.Host{}, clients: map[string]*agent.Client{}}
+	for _, h := range hosts {
+		a.hosts[h.Name] = h
+	}
+	return a
+}
+
+// Spans reports whether a case of the topology runs on agents: every
+// topology that spans hosts does once the scenario maps hosts; chc, with
+// its one host, stays on this machine.
+func (a *Agents) Spans(topology string) bool {
+	return a != nil && topology != topo.CHC
+}
+
+// Shared is false: agents build each case's path for that case alone.
+func (a *Agents) Shared() bool { return false }
+
+func (a *Agents) client(name string) (*agent.Client, error) {
+	h, ok := a.hosts[name]
+	if !ok {
+		return nil, fmt.Errorf("hosts: %s is not mapped to an agent; a topology across agents needs every one of its hosts mapped", name)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.clients[name]; ok {
+		return c, nil
+	}
+	c, err := agent.NewClient(h.Agent, agent.Credentials{CA: h.CA, Cert: h.Cert, Key: h.Key})
+	if err != nil {
+		return nil, fmt.Errorf("hosts.%s: %w", name, err)
+	}
+	a.clients[name] = c
+	return c, nil
+}
+
+// Close lets go of the agents' connections.
+func (a *Agents) Close() {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.clients {
+		c.CloseIdle()
+	}
+}
+
+// Place builds a chhc case across the agents of h1 and h2: each builds
+// its host on its machine's NIC and places one endpoint, the server on h1
+// and the client on h2, as the emulated chhc does. Only the native engine
+// runs there: the agents start no other program.
+func (a *Agents) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (pa *Path, err error) {
+	if c.Topology != topo.CHHC {
+		return nil, fmt.Errorf("%w: %s across agents: only %s spans machines (routed needs a router machine)", mode.ErrUnsupported, c.Topology, topo.CHHC)
+	}
+	if err := remoteCase(c, "agents"); err != nil {
+		return nil, err
+	}
+	var sessions []*agent.Session
+	closeAll := func() error {
+		var errs []error
+		for _, s := range sessions {
+			errs = append(errs, s.Close())
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeAll())
+		}
+	}()
+	var sites []*Remote
+	for i, role := range []string{"s1", "c1"} {
+		s, err := a.openHost(ctx, c, plan.Opts, i+1)
+		if err != nil {
+			return nil, err
+		}
+		sessions = append(sessions, s)
+		r, err := placeRemote(ctx, s, agent.EndpointRequest{Mode: c.Mode, Name: role})
+		if err != nil {
+			return nil, err
+		}
+		sites = append(sites, r)
+	}
+	return remotePath(ctx, sites[0], sites[1], closeAll), nil
+}
+
+// openHost opens a session on host h<index>'s agent and builds the host
+// there.
+func (a *Agents) openHost(ctx context.Context, c *model.Case, opts topo.Options, index int) (*agent.Session, error) {
+	client, err := a.client(fmt.Sprintf("h%d", index))
+	if err != nil {
+		return nil, err
+	}
+	s, err := client.Open(ctx, AgentTimeout)
+	if err != nil {
+		return nil, err
+	}
+	req := agent.HostRequest{Topology: c.Topology, Index: index, Hosts: 2, MTU: opts.MTU, NICRateBPS: opts.NICRateBPS,
+		GRO: opts.Offloads.GRO, GSO: opts.Offloads.GSO, TSO: opts.Offloads.TSO, TxChecksum: opts.Offloads.TxChecksum}
+	if _, err := s.Host(ctx, req); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// remoteCase refuses what cannot run on endpoints of other machines.
+func remoteCase(c *model.Case, where string) error {
+	if c.Engine != "native" {
+		return fmt.Errorf("%w: %s through %s: they run only cnbench's own engine", ErrCannotRun, c.Engine, where)
+	}
+	if c.Params.Placement != "" && c.Params.Placement != placement.None {
+		return fmt.Errorf("%w: placement %s through %s: CPUs are their machines', not this one's", mode.ErrUnsupported, c.Params.Placement, where)
+	}
+	return nil
+}
+
+// remotePath is the path of one remote server and one remote client.
+func remotePath(ctx context.Context, server, client *Remote, closeAll func() error) *Path {
+	return &Path{
+		Servers: []Site{server}, Clients: []Site{client}, ServerOf: []int{0},
+		ServerNode: server.Host(), ClientNode: client.Host(),
+		expose: func(_ Site, port int) (netip.AddrPort, error) { return server.Expose(ctx, port) },
+		close:  closeAll,
+	}
+}

@@ -1,0 +1,140 @@
+package site
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"cnbench/internal/agent"
+	"cnbench/internal/cluster"
+	"cnbench/internal/model"
+	"cnbench/internal/netns"
+	"cnbench/internal/scenario"
+	"cnbench/internal/topo"
+)
+
+// Clusters places cases of cluster modes (swarm:*) on the clusters a
+// scenario names, each connected on the first case of its modes.
+type Clusters struct {
+	spec  *scenario.Spec
+	token netns.Token
+	mu    sync.Mutex
+	open  map[string]cluster.Cluster // by mode prefix
+	errs  map[string]error
+}
+
+var _ Placer = (*Clusters)(nil)
+
+// NewClusters takes the scenario's cluster sections for the cases to
+// come.
+// Deployments carry token in their names.
+func NewClusters(spec *scenario.Spec, token netns.Token) *Clusters {
+	return &Clusters{spec: spec, token: token, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
+}
+
+// Shared is false: a cluster deploys each case's endpoints for that case.
+func (cs *Clusters) Shared() bool { return false }
+
+func (cs *Clusters) get(ctx context.Context, prefix string, open cluster.Opener) (cluster.Cluster, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cl, done := cs.open[prefix]; done {
+		return cl, cs.errs[prefix]
+	}
+	cl, err := open(ctx, cs.spec)
+	cs.open[prefix], cs.errs[prefix] = cl, err
+	return cl, err
+}
+
+// Close disconnects from every cluster.
+func (cs *Clusters) Close() {
+	if cs == nil {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, cl := range cs.open {
+		if cl != nil {
+			_ = cl.Close()
+		}
+	}
+	cs.open = map[string]cluster.Cluster{}
+}
+
+// Place deploys the case's server and client on the cluster its mode
+// names, on one node in chc and on two in chhc, and reaches each through
+// the agent inside its container.
+func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (pa *Path, err error) {
+	prefix, open, _ := cluster.For(c.Mode)
+	if d := plan.Mode; d.Supports != nil {
+		if err := d.Supports(c.Topology); err != nil {
+			return nil, err
+		}
+	}
+	if err := remoteCase(c, "a cluster"); err != nil {
+		return nil, err
+	}
+	cl, err := cs.get(ctx, prefix, open)
+	if err != nil {
+		return nil, err
+	}
+	if cl == nil {
+		return nil, plan.Mode.Available()
+	}
+	dep, err := cl.Deploy(ctx, cs.token, c.Mode[len(prefix):], []string{"s1", "c1"}, c.Topology == topo.CHC)
+	if err != nil {
+		return nil, err
+	}
+	var sessions []*agent.Session
+	closeAll := func() error {
+		var errs []error
+		for _, s := range sessions {
+			errs = append(errs, s.Close())
+		}
+		return errors.Join(append(errs, dep.Remove())...)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeAll())
+		}
+	}()
+	eps := dep.Endpoints()
+	var sites []*Remote
+	for _, ep := range eps {
+		s, err := openWhenUp(ctx, agent.NewClientTLS(ep.Control.String(), dep.ClientTLS(ep.ServerName)))
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s on %s: %w", ep.Role, ep.Node, err)
+		}
+		sessions = append(sessions, s)
+		r, err := placeRemote(ctx, s, agent.EndpointRequest{Mode: agent.ContainerMode, Name: ep.Role,
+			Addr: ep.Addr.String(), Peers: []string{eps[0].Addr.String()}})
+		if err != nil {
+			return nil, err
+		}
+		sites = append(sites, r)
+	}
+	pa = remotePath(ctx, sites[0], sites[1], closeAll)
+	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[1].Node
+	return pa, nil
+}
+
+// openWhenUp opens a session on an agent that may still be starting: a
+// container counts as running before its program listens.
+func openWhenUp(ctx context.Context, c *agent.Client) (*agent.Session, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := c.Open(ctx, AgentTimeout)
+		var opErr *net.OpError
+		if err == nil || !errors.As(err, &opErr) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package site
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"time"
+
+	"cnbench/internal/agent"
+	"cnbench/internal/cpu"
+	"cnbench/internal/topo"
+)
+
+// Remote is an endpoint on another machine, or in a cluster's container,
+// reached through the agent there over an open session. The agent owns
+// its cgroup and starts its engine; the machine's CPU time is read there.
+type Remote struct {
+	ep   *topo.Endpoint
+	sess *agent.Session
+	cpus []int
+}
+
+var _ Site = (*Remote)(nil)
+
+// placeRemote places an endpoint through an open session and makes it a
+// site.
+func placeRemote(ctx context.Context, s *agent.Session, req agent.EndpointRequest) (*Remote, error) {
+	ep, err := s.Endpoint(ctx, req.Mode, req.Name, req.Addr, req.Peers...)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := netip.ParseAddr(ep.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %s: address %q: %w", req.Name, ep.Addr, err)
+	}
+	return &Remote{ep: &topo.Endpoint{Name: req.Name, Addr: addr}, sess: s}, nil
+}
+
+func (s *Remote) Endpoint() *topo.Endpoint { return s.ep }
+func (s *Remote) Pin(cpus []int)           { s.cpus = cpus }
+func (s *Remote) CPUs() []int              { return s.cpus }
+func (s *Remote) Close() error             { return nil }
+
+// Host is the name of the machine the endpoint runs on.
+func (s *Remote) Host() string { return s.sess.Info.Hostname }
+
+// Refuses all but the workloads whose results an agent's engine reports
+// in full.
+func (s *Remote) Refuses(workload string) error {
+	if workload != "tcp_stream" && workload != "tcp_rr" {
+		return fmt.Errorf("%w: %s on endpoints placed by agents: they run tcp_stream and tcp_rr", ErrCannotRun, workload)
+	}
+	return nil
+}
+
+// Start refuses: agents start only cnbench's own engine.
+func (s *Remote) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) {
+	return nil, fmt.Errorf("%w: %s on an agent's machine: agents start only cnbench's own engine", ErrCannotRun, command[0])
+}
+
+// Expose publishes a port of the endpoint as its mode does there.
+func (s *Remote) Expose(ctx context.Context, port int) (netip.AddrPort, error) {
+	return s.sess.Expose(ctx, s.ep.Name, port)
+}
+
+// StartEngine has the agent start the engine in the endpoint and
+// attaches to its control lines.
+func (s *Remote) StartEngine([]string) (*Engine, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := s.sess.StartEngine(ctx, s.ep.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{Client: e.Client, stop: func(grace time.Duration) { _ = e.Stop(grace) }}, nil
+}
+
+// Read asks the agent for the endpoint's CPU time, its namespace's link
+// counters and its machine's softirq and steal time, in one call.
+func (s *Remote) Read(bool) (Reading, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := s.sess.Usage(ctx, s.ep.Name)
+	if err != nil {
+		return Reading{}, err
+	}
+	return Reading{
+		CPU:       cpu.Usage{User: time.Duration(u.UserNS), System: time.Duration(u.SystemNS)},
+		Links:     sumTraffic(u.Links),
+		Namespace: s.sess.Info.Session + "/" + s.ep.Name,
+		Machine:   &cpu.Machine{Softirq: time.Duration(u.SoftirqNS), Steal: time.Duration(u.StealNS)},
+		Host:      s.sess.Info.Hostname,
+	}, nil
+}
