@@ -66,6 +66,10 @@ const (
 	// is the largest ICMP echo payload over IPv4.
 	MinEchoPayload = 16
 	MaxEchoPayload = MaxDatagram - 8
+	// MaxEchoCount and MaxEchoInterval bound echoes per sample and the
+	// gap between them.
+	MaxEchoCount    = 10_000_000
+	MaxEchoInterval = time.Minute
 )
 
 // The scenario keys a row may list.
@@ -179,7 +183,7 @@ var rows = []Row{{
 	Axes: []string{KeyMsgSize}, Knobs: knobs(patternKnobs, []string{"count", "interval"}),
 	// 56 bytes is iputils ping's payload.
 	Defaults:      Defaults{MsgSize: 56, Interval: 100 * time.Millisecond},
-	Bounds:        Bounds{MinSize: MinEchoPayload, MaxSize: MaxEchoPayload, MaxCount: 10_000_000, MaxInterval: time.Minute},
+	Bounds:        Bounds{MinSize: MinEchoPayload, MaxSize: MaxEchoPayload, MaxCount: MaxEchoCount, MaxInterval: MaxEchoInterval},
 	PrimaryMetric: model.RTTAvgUS, Engines: []string{"ping"},
 }}
 
