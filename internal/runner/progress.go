@@ -10,6 +10,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // progress reports a run's steps on stderr. On a terminal it keeps one
@@ -235,7 +236,7 @@ func (p *progress) sampleDone(c *model.Case, s model.Sample) {
 
 // sampleResult is a sample's primary metric, as people read it.
 func sampleResult(c *model.Case, s model.Sample) string {
-	m := model.PrimaryMetric(c.Workload)
+	m := workload.PrimaryMetric(c.Workload)
 	v, ok := s.Values[m]
 	if !ok {
 		return ""
