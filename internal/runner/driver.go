@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // A driver runs a case's workload with one traffic engine between a
@@ -100,12 +101,7 @@ var drivers = map[string]func(ctx context.Context, s driverSetup, c model.Case) 
 var Engines = []string{"native", "iperf3", "sockperf", "ping", "netperf"}
 
 // engineWorkloads lists what each engine can run; "native" runs all.
-var engineWorkloads = map[string][]string{
-	"iperf3":   {"tcp_stream", "udp_stream"},
-	"sockperf": {"tcp_rr", "udp_rr", "udp_stream"},
-	"ping":     {"ping"},
-	"netperf":  {"tcp_stream", "tcp_rr", "tcp_crr", "udp_rr"},
-}
+var engineWorkloads = workload.ByEngine()
 
 // enginePrograms lists the programs an engine needs where they are more
 // than the one named after it.
@@ -133,7 +129,7 @@ func EngineAvailable(engine string) error {
 }
 
 // Workloads the runner can measure.
-var Workloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_max_rate", "udp_rr", "ping"}
+var Workloads = workload.Names()
 
 // engineSupports reports whether an engine can run a workload; a case
 // whose engine cannot is skipped.

@@ -15,6 +15,7 @@ import (
 	"cnbench/internal/engine"
 	"cnbench/internal/model"
 	"cnbench/internal/scenario"
+	"cnbench/internal/workload"
 )
 
 // moreExchange is what the workloads beyond tcp_stream and tcp_rr, and
@@ -59,9 +60,6 @@ type groupDriver struct {
 // maxRateTrials bounds udp_max_rate's search, as the issue asks: the
 // unlimited probe and up to seven bisection steps.
 const maxRateTrials = 8
-
-// defaultLossThresholdPct is udp_max_rate's loss bound, study 000's.
-const defaultLossThresholdPct = 3.0
 
 func newGroupDriver(ctx context.Context, s driverSetup, c model.Case) (d driver, err error) {
 	g := s.server.group
@@ -172,14 +170,11 @@ func runSpec(c model.Case, dur time.Duration) (engine.RunSpec, error) {
 		spec.Flows, spec.SocketOptions = 1, engine.SocketOptions{}
 		spec.Count, spec.IntervalUS = p.Count, p.IntervalUS
 		if spec.IntervalUS == 0 {
-			spec.IntervalUS = defaultPingInterval.Microseconds()
+			spec.IntervalUS = workload.Get(c.Workload).Defaults.Interval.Microseconds()
 		}
 	}
 	return spec, nil
 }
-
-// defaultPingInterval is the gap between echoes unless a case sets one.
-const defaultPingInterval = 100 * time.Millisecond
 
 func (d *groupDriver) exchange(ctx context.Context, c model.Case, dur time.Duration) (exchange, error) {
 	spec, err := runSpec(c, dur)
@@ -380,7 +375,7 @@ func (r *rttSum) stats() *engine.RTTStats {
 func (d *groupDriver) maxRate(ctx context.Context, c model.Case, spec engine.RunSpec) (exchange, error) {
 	threshold := c.Params.LossThresholdPct
 	if threshold <= 0 {
-		threshold = defaultLossThresholdPct
+		threshold = workload.Get(c.Workload).Defaults.LossThresholdPct
 	}
 	flows := float64(spec.Flows * len(d.clients))
 	began := time.Now()
