@@ -33,10 +33,7 @@ workloads:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for _, c := range s.Expand() {
-		keys = append(keys, c.Key)
-	}
+	keys := caseKeys(s)
 	want := []string{
 		"bridge/chc/tcp_rpc(flows=2,request_size=128,response_size=4096)/native",
 		"bridge/chc/tcp_rpc(flows=1,request_size=1024,response_size=4096,send_buffer=1048576)/native",
