@@ -36,6 +36,7 @@ import (
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
 	"cnbench/internal/topo"
+	"cnbench/internal/workload"
 )
 
 func main() {
@@ -82,7 +83,7 @@ workloads:
 engines: [native, iperf3, netperf, sockperf]
 `, duration.Milliseconds(), samples, modes, place)
 	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
-		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: driver.Workloads, Engines: driver.Names(),
+		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
 	})
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"cnbench/internal/placement"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
+	"cnbench/internal/workload"
 )
 
 func newDoctorCommand() *cobra.Command {
@@ -77,7 +78,7 @@ is unsupported is stored as skipped with the same reason.`,
 					return err
 				}
 			}
-			for _, wl := range driver.Workloads {
+			for _, wl := range workload.Names() {
 				fmt.Fprintf(w, "workload %s\t%s\n", wl, verdict(nil))
 			}
 			for _, e := range driver.Names() {

@@ -18,6 +18,7 @@ import (
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
 	"cnbench/internal/topo"
+	"cnbench/internal/workload"
 	"cnbench/suites"
 )
 
@@ -29,7 +30,7 @@ func vocabulary() scenario.Vocabulary {
 	return scenario.Vocabulary{
 		Modes:      append(mode.Names(), mode.Patterns()...),
 		Topologies: topo.Kinds,
-		Workloads:  driver.Workloads,
+		Workloads:  workload.Names(),
 		Engines:    driver.Names(),
 	}
 }
@@ -91,7 +92,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(mode.Names(), ","))
 	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(topo.Kinds, ","))
-	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(driver.Workloads, ","))
+	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(workload.Names(), ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
 	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
 	f.more = addWorkloadFlags(fl)

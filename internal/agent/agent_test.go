@@ -17,6 +17,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/store"
+	"cnbench/internal/workload"
 )
 
 // TestAgentRefusesStrangers starts a real agent in an emulated machine and
@@ -253,7 +254,7 @@ func TestCHHCThroughAgentsMeasuresAsLocal(t *testing.T) {
 					keys = append(keys, c.Key)
 				}
 				for _, smp := range c.Samples {
-					best[onAgents][c.Key] = max(best[onAgents][c.Key], smp.Values[model.PrimaryMetric(c.Workload)])
+					best[onAgents][c.Key] = max(best[onAgents][c.Key], smp.Values[workload.PrimaryMetric(c.Workload)])
 				}
 			}
 		}

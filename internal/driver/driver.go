@@ -17,6 +17,7 @@ import (
 	"cnbench/internal/measure"
 	"cnbench/internal/model"
 	"cnbench/internal/site"
+	"cnbench/internal/workload"
 )
 
 // Driver runs a case's workload with one traffic engine between the
@@ -58,15 +59,14 @@ func New(ctx context.Context, path *site.Path, engineCommand []string, c model.C
 }
 
 // Engine is one traffic engine: how its driver is built, what it needs
-// installed, what it runs, and the ports its server listens on where a
-// mode publishes them before the server exists.
+// installed, and the ports its server listens on where a mode publishes
+// them before the server exists. Which workloads it runs is in their
+// rows of the workload table.
 type Engine struct {
 	Name string
 	new  func(ctx context.Context, s Setup, c model.Case) (Driver, error)
 	// Programs must be on PATH; none for cnbench's own engine.
 	Programs []string
-	// Workloads it runs; nil for every workload.
-	Workloads []string
 	// Ports of its server, the one clients reach first.
 	Ports []int
 }
@@ -76,14 +76,10 @@ type Engine struct {
 // patterns of many.
 var Table = []Engine{
 	{Name: "native", new: newNativeDriver, Ports: []int{nativePublishedPort}},
-	{Name: "iperf3", new: onePair(newIperf3Driver), Programs: []string{"iperf3"},
-		Workloads: []string{"tcp_stream", "udp_stream"}, Ports: []int{iperf3Port}},
-	{Name: "sockperf", new: onePair(newSockperfDriver), Programs: []string{"sockperf"},
-		Workloads: []string{"tcp_rr", "udp_rr", "udp_stream"}, Ports: []int{sockperfPort}},
-	{Name: "ping", new: onePair(newPingDriver), Programs: []string{"ping"},
-		Workloads: []string{"ping"}, Ports: []int{nativePublishedPort}},
-	{Name: "netperf", new: onePair(newNetperfDriver), Programs: []string{"netperf", "netserver"},
-		Workloads: []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_rr"}, Ports: []int{netperfControlPort, netperfDataPort}},
+	{Name: "iperf3", new: onePair(newIperf3Driver), Programs: []string{"iperf3"}, Ports: []int{iperf3Port}},
+	{Name: "sockperf", new: onePair(newSockperfDriver), Programs: []string{"sockperf"}, Ports: []int{sockperfPort}},
+	{Name: "ping", new: onePair(newPingDriver), Programs: []string{"ping"}, Ports: []int{nativePublishedPort}},
+	{Name: "netperf", new: onePair(newNetperfDriver), Programs: []string{"netperf", "netserver"}, Ports: []int{netperfControlPort, netperfDataPort}},
 }
 
 // nativePublishedPort is where the native engine's server listens in
@@ -139,7 +135,7 @@ func Available(engine string) error {
 
 // Supports reports whether an engine can run a workload; a case whose
 // engine cannot is skipped.
-func Supports(engine, workload string) error {
+func Supports(engine, name string) error {
 	e, ok := Lookup(engine)
 	if !ok {
 		return fmt.Errorf("unknown engine %q", engine)
@@ -147,8 +143,8 @@ func Supports(engine, workload string) error {
 	if err := Available(engine); err != nil {
 		return err
 	}
-	if e.Workloads != nil && !slices.Contains(e.Workloads, workload) {
-		return fmt.Errorf("%w: %s does not run %s (it runs %s)", ErrCannotRun, engine, workload, strings.Join(e.Workloads, ", "))
+	if can := workload.ByEngine()[engine]; e.Name != "native" && !slices.Contains(can, name) {
+		return fmt.Errorf("%w: %s does not run %s (it runs %s)", ErrCannotRun, engine, name, strings.Join(can, ", "))
 	}
 	return nil
 }
@@ -199,6 +195,3 @@ func startToolServer(ctx context.Context, s Setup, args []string, proto string, 
 	}
 	return srv, target, nil
 }
-
-// Workloads the drivers measure.
-var Workloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_max_rate", "udp_rr", "ping"}

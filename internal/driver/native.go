@@ -18,6 +18,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/scenario"
 	"cnbench/internal/site"
+	"cnbench/internal/workload"
 )
 
 // nativeDriver runs cnbench's own engine, one long-lived `cnbench engine`
@@ -39,9 +40,6 @@ var sessionCounter atomic.Uint64
 // MaxRateTrials bounds udp_max_rate's search: the unlimited probe and up
 // to seven bisection steps, eight samples' time in all.
 const MaxRateTrials = 8
-
-// defaultLossThresholdPct is udp_max_rate's loss bound, study 000's.
-const defaultLossThresholdPct = 3.0
 
 func newNativeDriver(ctx context.Context, s Setup, c model.Case) (d Driver, err error) {
 	p := s.Path
@@ -156,14 +154,11 @@ func runSpec(c model.Case, dur time.Duration) (engine.RunSpec, error) {
 		spec.Flows, spec.SocketOptions = 1, engine.SocketOptions{}
 		spec.Count, spec.IntervalUS = p.Count, p.IntervalUS
 		if spec.IntervalUS == 0 {
-			spec.IntervalUS = defaultPingInterval.Microseconds()
+			spec.IntervalUS = workload.Get(c.Workload).Defaults.Interval.Microseconds()
 		}
 	}
 	return spec, nil
 }
-
-// defaultPingInterval is the gap between echoes unless a case sets one.
-const defaultPingInterval = 100 * time.Millisecond
 
 func (d *nativeDriver) Exchange(ctx context.Context, c model.Case, dur time.Duration) (measure.Exchange, error) {
 	spec, err := runSpec(c, dur)
@@ -373,7 +368,7 @@ func (r *rttSum) stats() *engine.RTTStats {
 func (d *nativeDriver) maxRate(ctx context.Context, c model.Case, spec engine.RunSpec) (measure.Exchange, error) {
 	threshold := c.Params.LossThresholdPct
 	if threshold <= 0 {
-		threshold = defaultLossThresholdPct
+		threshold = workload.Get(c.Workload).Defaults.LossThresholdPct
 	}
 	flows := float64(spec.Flows * len(d.clients))
 	began := time.Now()

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"cnbench/internal/workload"
 )
 
 // Every data connection starts with a connHeader sent by the client, so the
@@ -43,16 +45,20 @@ type connHeader struct {
 	responseSize uint32
 }
 
-func kindOf(workload string) uint8 {
-	switch workload {
-	case WorkloadTCPRR:
-		return kindRR
-	case WorkloadTCPCRR:
+// kindOf is the wire kind of a workload's data connections, from its
+// transport and shape in the workload table.
+func kindOf(name string) uint8 {
+	row := workload.Get(name)
+	udp := row.Transport == workload.UDP
+	switch {
+	case row.Shape == workload.ConnectRequestResponse:
 		return kindCRR
-	case WorkloadUDPStream:
-		return kindUDPStream
-	case WorkloadUDPRR:
+	case row.Shape == workload.RequestResponse && udp:
 		return kindUDPRR
+	case row.Shape == workload.RequestResponse:
+		return kindRR
+	case udp:
+		return kindUDPStream
 	}
 	return kindStream
 }

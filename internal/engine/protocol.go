@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // Op names a control operation.
@@ -24,14 +25,14 @@ const (
 	OpQuit    Op = "quit"
 )
 
-// Workloads the engine can run.
+// Workloads the engine can run; the workload table holds their facts.
 const (
-	WorkloadTCPStream = "tcp_stream"
-	WorkloadTCPRR     = "tcp_rr"
-	WorkloadTCPCRR    = "tcp_crr"
-	WorkloadUDPStream = "udp_stream"
-	WorkloadUDPRR     = "udp_rr"
-	WorkloadPing      = "ping"
+	WorkloadTCPStream = workload.TCPStream
+	WorkloadTCPRR     = workload.TCPRR
+	WorkloadTCPCRR    = workload.TCPCRR
+	WorkloadUDPStream = workload.UDPStream
+	WorkloadUDPRR     = workload.UDPRR
+	WorkloadPing      = workload.Ping
 )
 
 // Workloads lists what the engine runs.
@@ -41,21 +42,18 @@ var Workloads = []string{WorkloadTCPStream, WorkloadTCPRR, WorkloadTCPCRR, Workl
 // a bug, before they turn into exhausted memory or threads.
 const (
 	MaxFlows       = 100000
-	MaxMessageSize = 64 << 20
+	MaxMessageSize = workload.MaxMessageSize
 	MaxDuration    = 24 * time.Hour
 	MaxCollectWait = time.Hour
 	// MaxLineSize is the longest control line the engine accepts.
 	MaxLineSize = 1 << 20
-	// MaxDatagram is the largest UDP payload over IPv4; MinDatagram holds
-	// the engine's datagram header (sequence number and send time).
-	MaxDatagram = 65507
-	MinDatagram = datagramHeaderSize
-	// MinPingPayload holds an echo's index and send time; MaxPingPayload
-	// is the largest ICMP echo payload over IPv4.
-	MinPingPayload = 16
-	MaxPingPayload = 65507 - 8
-	MaxPingCount   = 10_000_000
-	MaxPingGap     = time.Minute
+	// The bounds of datagrams and echoes are the workload table's.
+	MaxDatagram    = workload.MaxDatagram
+	MinDatagram    = workload.MinDatagram
+	MinPingPayload = workload.MinEchoPayload
+	MaxPingPayload = workload.MaxEchoPayload
+	MaxPingCount   = workload.MaxEchoCount
+	MaxPingGap     = workload.MaxEchoInterval
 )
 
 // SocketOptions are the TCP and socket knobs of a run or a listener;
@@ -454,28 +452,64 @@ func (w *wireRequest) decodeRun(req *Request) error {
 	}
 	spec := &req.RunSpec
 	spec.Workload = *w.Workload
-	common := append([]string{"workload", "target", "session", "flows", "duration_ms"}, optionFields...)
-	var err error
-	switch spec.Workload {
-	case WorkloadTCPStream:
-		err = w.only(append(common, "msg_size", "nodelay")...)
-	case WorkloadUDPStream:
-		err = w.only(append(common, "msg_size", "rate_bps", "rate_pps")...)
-	case WorkloadTCPRR, WorkloadTCPCRR:
-		err = w.only(append(common, "request_size", "response_size", "nodelay")...)
-	case WorkloadUDPRR:
-		err = w.only(append(common, "request_size", "response_size")...)
-	case WorkloadPing:
-		err = w.only("workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us")
-	default:
+	row, ok := workload.Lookup(spec.Workload)
+	if !ok || !slices.Contains(Workloads, spec.Workload) {
 		return fmt.Errorf("unknown workload %q", spec.Workload)
 	}
-	if err != nil {
+	if err := w.only(runFields(row)...); err != nil {
 		return err
 	}
 	if err := w.decodeOptions(&spec.SocketOptions); err != nil {
 		return err
 	}
+	if err := w.decodeRunCommon(spec, row); err != nil {
+		return err
+	}
+	var err error
+	switch row.Shape {
+	case workload.RequestResponse, workload.ConnectRequestResponse:
+		if spec.RequestSize, err = intField("request_size", w.RequestSize, row.Bounds.MinSize, row.Bounds.MaxSize); err != nil {
+			return err
+		}
+		spec.ResponseSize, err = intField("response_size", w.ResponseSize, row.Bounds.MinSize, row.Bounds.MaxSize)
+		return err
+	case workload.Echo:
+		return w.decodeEcho(spec, row.Bounds)
+	}
+	if spec.MsgSize, err = intField("msg_size", w.MsgSize, row.Bounds.MinSize, row.Bounds.MaxSize); err != nil {
+		return err
+	}
+	if row.Transport == workload.UDP {
+		return w.decodeRate(spec)
+	}
+	return nil
+}
+
+// runFields are the fields a run of the workload may hold: those of an
+// echo, or the common ones, the sizes of its shape, and the knobs of its
+// transport.
+func runFields(row workload.Row) []string {
+	if row.Shape == workload.Echo {
+		return []string{"workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us"}
+	}
+	fields := append([]string{"workload", "target", "session", "flows", "duration_ms"}, optionFields...)
+	if row.Shape == workload.Stream {
+		fields = append(fields, "msg_size")
+	} else {
+		fields = append(fields, "request_size", "response_size")
+	}
+	switch {
+	case row.Transport == workload.TCP:
+		fields = append(fields, "nodelay")
+	case row.Shape == workload.Stream:
+		fields = append(fields, "rate_bps", "rate_pps")
+	}
+	return fields
+}
+
+// decodeRunCommon reads the fields every run has: target, session, flows
+// (one for a workload without a flows axis), duration, and nodelay.
+func (w *wireRequest) decodeRunCommon(spec *RunSpec, row workload.Row) error {
 	if w.Target == nil {
 		return errors.New("missing field target")
 	}
@@ -488,9 +522,10 @@ func (w *wireRequest) decodeRun(req *Request) error {
 	}
 	spec.Session = *w.Session
 	maxFlows := MaxFlows
-	if spec.Workload == WorkloadPing {
+	if !row.Takes(workload.KeyFlows) {
 		maxFlows = 1
 	}
+	var err error
 	if spec.Flows, err = intField("flows", w.Flows, 1, maxFlows); err != nil {
 		return err
 	}
@@ -504,57 +539,49 @@ func (w *wireRequest) decodeRun(req *Request) error {
 	if w.NoDelay != nil {
 		spec.NoDelay = *w.NoDelay
 	}
-	switch spec.Workload {
-	case WorkloadTCPRR, WorkloadTCPCRR, WorkloadUDPRR:
-		lo, hi := 1, MaxMessageSize
-		if spec.Workload == WorkloadUDPRR {
-			lo, hi = MinDatagram, MaxDatagram
-		}
-		if spec.RequestSize, err = intField("request_size", w.RequestSize, lo, hi); err != nil {
-			return err
-		}
-		spec.ResponseSize, err = intField("response_size", w.ResponseSize, lo, hi)
-		return err
-	case WorkloadUDPStream:
-		if spec.MsgSize, err = intField("msg_size", w.MsgSize, MinDatagram, MaxDatagram); err != nil {
-			return err
-		}
-		if w.RateBPS != nil && w.RatePPS != nil {
-			return errors.New("rate_bps and rate_pps exclude each other")
-		}
-		if w.RateBPS != nil {
-			if *w.RateBPS < 1 {
-				return fmt.Errorf("rate_bps %d is not positive", *w.RateBPS)
-			}
-			spec.RateBPS = *w.RateBPS
-		}
-		if w.RatePPS != nil {
-			if *w.RatePPS < 1 || *w.RatePPS > 1e9 {
-				return fmt.Errorf("rate_pps %d out of range 1..1000000000", *w.RatePPS)
-			}
-			spec.RatePPS = *w.RatePPS
-		}
-		return nil
-	case WorkloadPing:
-		if spec.MsgSize, err = intField("msg_size", w.MsgSize, MinPingPayload, MaxPingPayload); err != nil {
-			return err
-		}
-		if w.Count != nil {
-			if spec.Count, err = intField("count", w.Count, 1, MaxPingCount); err != nil {
-				return err
-			}
-		}
-		if w.IntervalUS == nil {
-			return errors.New("missing field interval_us")
-		}
-		if *w.IntervalUS < 1 || *w.IntervalUS > MaxPingGap.Microseconds() {
-			return fmt.Errorf("interval_us %d out of range 1..%d", *w.IntervalUS, MaxPingGap.Microseconds())
-		}
-		spec.IntervalUS = *w.IntervalUS
-		return nil
+	return nil
+}
+
+// decodeRate reads a UDP stream's offered rate, if it has one.
+func (w *wireRequest) decodeRate(spec *RunSpec) error {
+	if w.RateBPS != nil && w.RatePPS != nil {
+		return errors.New("rate_bps and rate_pps exclude each other")
 	}
-	spec.MsgSize, err = intField("msg_size", w.MsgSize, 1, MaxMessageSize)
-	return err
+	if w.RateBPS != nil {
+		if *w.RateBPS < 1 {
+			return fmt.Errorf("rate_bps %d is not positive", *w.RateBPS)
+		}
+		spec.RateBPS = *w.RateBPS
+	}
+	if w.RatePPS != nil {
+		if *w.RatePPS < 1 || *w.RatePPS > 1e9 {
+			return fmt.Errorf("rate_pps %d out of range 1..1000000000", *w.RatePPS)
+		}
+		spec.RatePPS = *w.RatePPS
+	}
+	return nil
+}
+
+// decodeEcho reads an echo run's payload size, count and interval, within
+// the row's bounds.
+func (w *wireRequest) decodeEcho(spec *RunSpec, b workload.Bounds) error {
+	var err error
+	if spec.MsgSize, err = intField("msg_size", w.MsgSize, b.MinSize, b.MaxSize); err != nil {
+		return err
+	}
+	if w.Count != nil {
+		if spec.Count, err = intField("count", w.Count, 1, b.MaxCount); err != nil {
+			return err
+		}
+	}
+	if w.IntervalUS == nil {
+		return errors.New("missing field interval_us")
+	}
+	if *w.IntervalUS < 1 || *w.IntervalUS > b.MaxInterval.Microseconds() {
+		return fmt.Errorf("interval_us %d out of range 1..%d", *w.IntervalUS, b.MaxInterval.Microseconds())
+	}
+	spec.IntervalUS = *w.IntervalUS
+	return nil
 }
 
 // checkTarget checks a run's target: an address to ping, or ip:port of a

@@ -93,3 +93,18 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+// The wire kinds come from the workload table's rows; their values are
+// the protocol and must not change.
+func TestWireKindsFromWorkloadRows(t *testing.T) {
+	for name, want := range map[string]uint8{
+		WorkloadTCPStream: 1, WorkloadTCPRR: 2, WorkloadTCPCRR: 3, WorkloadUDPStream: 4, WorkloadUDPRR: 5,
+	} {
+		if got := kindOf(name); got != want {
+			t.Errorf("kindOf(%s) = %d, want %d", name, got, want)
+		}
+	}
+	if datagramHeaderSize > MinDatagram {
+		t.Errorf("the datagram header (%d bytes) does not fit the smallest datagram (%d)", datagramHeaderSize, MinDatagram)
+	}
+}

@@ -100,6 +100,12 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 	close(start)
 	finished.Wait()
 
+	return mergeOutcomes(outcomes, began)
+}
+
+// mergeOutcomes sums the flows' outcomes into the run's response; elapsed
+// time runs from began to the last flow's stop.
+func mergeOutcomes(outcomes []flowOutcome, began int64) (Response, error) {
 	var resp Response
 	var retrans int64
 	var retransKnown bool

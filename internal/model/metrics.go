@@ -106,19 +106,3 @@ var Metrics = map[string]MetricInfo{
 	RTTMdevUS:                {"us", false},
 	UDPRcvbufErrors:          {"datagrams", false},
 }
-
-// PrimaryMetric is the metric a table leads with for a workload.
-func PrimaryMetric(workload string) string {
-	switch workload {
-	case "tcp_rr", "udp_rr":
-		return TransactionsPerS
-	case "tcp_crr":
-		return ConnectionsPerS
-	case "ping":
-		return RTTAvgUS
-	case "udp_max_rate":
-		return MaxRateBPS
-	default:
-		return ThroughputBPS
-	}
-}

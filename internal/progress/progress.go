@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // Progress reports a run's steps on stderr. On a terminal it keeps one
@@ -239,7 +240,7 @@ func (p *Progress) SampleDone(c *model.Case, s model.Sample) {
 
 // sampleResult is a sample's primary metric, as people read it.
 func sampleResult(c *model.Case, s model.Sample) string {
-	m := model.PrimaryMetric(c.Workload)
+	m := workload.PrimaryMetric(c.Workload)
 	v, ok := s.Values[m]
 	if !ok {
 		return ""

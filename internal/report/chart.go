@@ -23,6 +23,7 @@ import (
 
 	"cnbench/internal/model"
 	"cnbench/internal/stats"
+	"cnbench/internal/workload"
 )
 
 // ChartKind names a kind of chart and says what it shows.
@@ -103,7 +104,7 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 	switch kind {
 	case "bars":
 		for _, w := range cs.workloads() {
-			primary := model.PrimaryMetric(w)
+			primary := workload.PrimaryMetric(w)
 			scale, unit := primaryScale(primary)
 			add(cs.barChart("bars-"+w, kind, fmt.Sprintf("%s: %s by mode (mean, 95%% CI)", w, metricNoun(primary)), unit,
 				cs.measured(w), cs.pal.modes, func(c CaseReport) (stats.Summary, bool) {
@@ -132,7 +133,7 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 	case "overhead":
 		modes := slices.DeleteFunc(slices.Clone(cs.pal.modes), func(m string) bool { return m == baselineMode })
 		for _, w := range cs.workloads() {
-			primary := model.PrimaryMetric(w)
+			primary := workload.PrimaryMetric(w)
 			add(cs.barChart("overhead-"+w, kind, fmt.Sprintf("%s: %s overhead against host (above 0 = worse)", w, metricNoun(primary)),
 				"overhead against host (%)", cs.measured(w), modes, func(c CaseReport) (stats.Summary, bool) {
 					o, ok := c.OverheadPct[primary]
@@ -344,7 +345,7 @@ func (cs *chartSet) axisCharts(kind string) ([]Chart, error) {
 			continue
 		}
 		w := pn.cases[0].Workload
-		primary := model.PrimaryMetric(w)
+		primary := workload.PrimaryMetric(w)
 		scale, yLabel := primaryScale(primary)
 		var series []lineSeries
 		var legend []string

@@ -12,6 +12,7 @@ import (
 
 	"cnbench/internal/model"
 	"cnbench/internal/stats"
+	"cnbench/internal/workload"
 )
 
 // Formats lists the formats Write accepts.
@@ -118,7 +119,7 @@ func tableRow(c CaseReport) []string {
 		}
 		return append(row, reason)
 	}
-	primary := model.PrimaryMetric(c.Workload)
+	primary := workload.PrimaryMetric(c.Workload)
 	overhead := "-"
 	if o, ok := c.OverheadPct[primary]; ok {
 		overhead = fmt.Sprintf("%+.1f%%", o)

@@ -35,6 +35,7 @@ import (
 	"cnbench/internal/store"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
+	"cnbench/internal/workload"
 )
 
 // Options tune a Runner.
@@ -435,7 +436,7 @@ func enoughSamples(p model.Params, primary []float64) (bool, string) {
 func primaries(c *model.Case, samples []model.Sample) []float64 {
 	xs := make([]float64, len(samples))
 	for i, s := range samples {
-		xs[i] = s.Values[model.PrimaryMetric(c.Workload)]
+		xs[i] = s.Values[workload.PrimaryMetric(c.Workload)]
 	}
 	return xs
 }

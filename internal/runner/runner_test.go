@@ -22,6 +22,7 @@ import (
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 	"cnbench/internal/vm/agent"
+	"cnbench/internal/workload"
 )
 
 // The test binary doubles as the engine: started with this variable set,
@@ -112,7 +113,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func vocab() scenario.Vocabulary {
-	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: driver.Workloads, Engines: driver.Names()}
+	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
 }
 
 // TestEveryModeTopologyAndWorkload runs the whole core matrix with short
@@ -283,7 +284,7 @@ engines: [native, iperf3, sockperf]
 		// The better of two samples: one stray outlier on a shared
 		// machine says nothing about the engines.
 		for _, s := range c.Samples {
-			measured[key] = max(measured[key], s.Values[model.PrimaryMetric(c.Workload)])
+			measured[key] = max(measured[key], s.Values[workload.PrimaryMetric(c.Workload)])
 			senderCPU[key] = max(senderCPU[key], s.Values[model.CPUSenderPct])
 		}
 		if c.Workload == "tcp_rr" && !(v[model.LatencyP50US] > 0 && v[model.LatencyP99US] >= v[model.LatencyP50US]) {

@@ -9,6 +9,7 @@ import (
 	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // runScenarioText runs a scenario given as YAML and returns its cases.
@@ -67,8 +68,8 @@ workloads:
 		if !ok {
 			continue
 		}
-		primary := v[model.PrimaryMetric(c.Workload)]
-		t.Logf("%-70s %s %.1f", c.Key, model.PrimaryMetric(c.Workload), primary)
+		primary := v[workload.PrimaryMetric(c.Workload)]
+		t.Logf("%-70s %s %.1f", c.Key, workload.PrimaryMetric(c.Workload), primary)
 		switch c.Workload {
 		case "udp_stream":
 			// 200 Mbit/s offered for 200 ms, about 3400 datagrams; a
@@ -266,8 +267,8 @@ workloads:
 			continue
 		}
 		fair, hasFair := v[model.FairnessJain]
-		t.Logf("%-100s %s %.0f, per endpoint %.0f, fairness %.3f", c.Key, model.PrimaryMetric(c.Workload),
-			v[model.PrimaryMetric(c.Workload)], v[model.ThroughputPerEndpointBPS], fair)
+		t.Logf("%-100s %s %.0f, per endpoint %.0f, fairness %.3f", c.Key, workload.PrimaryMetric(c.Workload),
+			v[workload.PrimaryMetric(c.Workload)], v[model.ThroughputPerEndpointBPS], fair)
 		if c.Params.Clients > 1 && (!hasFair || fair <= 0 || fair > 1+1e-9) {
 			t.Errorf("%s: fairness %v (present %v)", c.Key, fair, hasFair)
 		}

@@ -50,30 +50,23 @@ func (s *Spec) Expand() []model.Case {
 }
 
 // variants are the workload's parameter combinations, with only the
-// workload's own parameters set.
+// workload's own parameters set: its row's axes in their order (the first
+// outermost), each point crossed with the knob variants.
 func (w Workload) variants() []model.Params {
+	points := []model.Params{{}}
+	for _, a := range axesOf(w.Type) {
+		var next []model.Params
+		for _, p := range points {
+			for _, v := range *a.values(&w) {
+				*a.param(&p) = v
+				next = append(next, p)
+			}
+		}
+		points = next
+	}
 	var out []model.Params
-	switch kindOf(w.Type) {
-	case kindStream:
-		for _, flows := range w.Flows {
-			for _, size := range w.MsgSizes {
-				out = append(out, w.moreVariants(model.Params{Flows: flows, MsgSize: size})...)
-			}
-		}
-	case kindRR:
-		for _, flows := range w.Flows {
-			for _, req := range w.RequestSizes {
-				for _, resp := range w.ResponseSizes {
-					out = append(out, w.moreVariants(model.Params{Flows: flows, RequestSize: req, ResponseSize: resp})...)
-				}
-			}
-		}
-	case kindPing:
-		for _, size := range w.MsgSizes {
-			out = append(out, w.moreVariants(model.Params{MsgSize: size})...)
-		}
-	default:
-		out = append(out, model.Params{})
+	for _, p := range points {
+		out = append(out, w.knobVariants(p)...)
 	}
 	return out
 }
@@ -81,8 +74,8 @@ func (w Workload) variants() []model.Params {
 // caseKey is the identity of a case: everything that makes it a different
 // experiment, and nothing that only changes how long it is measured.
 // Example: bridge/chhc(mtu=9000)/tcp_stream(flows=4,msg_size=131072)/native
-func caseKey(mode string, topo Topology, workload string, params model.Params, engine string) string {
-	key := mode + "/" + topologyKey(topo) + "/" + workloadKey(workload, params) + "/" + engine
+func caseKey(mode string, topo Topology, typ string, params model.Params, engine string) string {
+	key := mode + "/" + topologyKey(topo) + "/" + workloadKey(typ, params) + "/" + engine
 	if params.Placement != "" {
 		key += "/placement=" + params.Placement
 	}
@@ -118,17 +111,12 @@ func topologyKey(t Topology) string {
 
 // workloadKey is the workload name with its parameters in bytes:
 // tcp_rr(flows=1,request_size=64,response_size=64).
-func workloadKey(workload string, p model.Params) string {
+func workloadKey(typ string, p model.Params) string {
 	var opts []string
-	switch kindOf(workload) {
-	case kindStream:
-		opts = []string{"flows=" + strconv.Itoa(p.Flows), "msg_size=" + strconv.Itoa(p.MsgSize)}
-	case kindRR:
-		opts = []string{"flows=" + strconv.Itoa(p.Flows), "request_size=" + strconv.Itoa(p.RequestSize), "response_size=" + strconv.Itoa(p.ResponseSize)}
-	case kindPing:
-		opts = []string{"msg_size=" + strconv.Itoa(p.MsgSize)}
+	for _, a := range axesOf(typ) {
+		opts = append(opts, a.key+"="+strconv.Itoa(*a.param(&p)))
 	}
-	return withOptions(workload, append(opts, moreKey(workload, p)...))
+	return withOptions(typ, append(opts, knobKey(typ, p)...))
 }
 
 func withOptions(name string, opts []string) string {

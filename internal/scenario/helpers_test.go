@@ -6,3 +6,12 @@ var testVocab = Vocabulary{
 	Workloads:  []string{"tcp_stream", "tcp_rr"},
 	Engines:    []string{"native"},
 }
+
+// caseKeys are the keys of the spec's cases, in order.
+func caseKeys(s *Spec) []string {
+	var keys []string
+	for _, c := range s.Expand() {
+		keys = append(keys, c.Key)
+	}
+	return keys
+}

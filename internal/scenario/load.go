@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"cnbench/internal/placement"
+	"cnbench/internal/workload"
 )
 
 // maxFileSize bounds what Parse reads; real scenarios are a few hundred
@@ -470,22 +471,20 @@ func (p *parser) workload(it item) (Workload, bool) {
 		return Workload{}, false
 	}
 	errsBefore := len(p.errs)
-	f := p.fields(n, it.path, append(workloadKeys(kindOf(typ)), moreKeys(typ)...))
+	f := p.fields(n, it.path, workloadKeys(typ))
 	w := defaultWorkload(typ)
-	lo, hi := sizeBounds(typ)
-	if fd, ok := f["flows"]; ok && !isNull(fd.value) {
-		w.Flows = p.ints(fd, "a positive integer", 1, maxFlows)
+	bounds := workload.Get(typ).Bounds
+	for _, a := range axesOf(typ) {
+		fd, ok := present(f, a.key)
+		switch {
+		case !ok:
+		case a.key == workload.KeyFlows:
+			*a.values(&w) = p.ints(fd, "a positive integer", 1, maxFlows)
+		default:
+			*a.values(&w) = p.sizes(fd, bounds.MinSize, bounds.MaxSize)
+		}
 	}
-	if fd, ok := f["msg_size"]; ok && !isNull(fd.value) {
-		w.MsgSizes = p.sizes(fd, lo, hi)
-	}
-	if fd, ok := f["request_size"]; ok && !isNull(fd.value) {
-		w.RequestSizes = p.sizes(fd, lo, hi)
-	}
-	if fd, ok := f["response_size"]; ok && !isNull(fd.value) {
-		w.ResponseSizes = p.sizes(fd, lo, hi)
-	}
-	p.moreParams(f, &w)
+	p.knobs(f, &w)
 	return w, len(p.errs) == errsBefore
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cnbench/internal/placement"
+	"cnbench/internal/workload"
 )
 
 // Overrides are command-line settings that replace the file's; nil leaves
@@ -98,7 +99,7 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 	for _, typ := range workloads {
 		s.Workloads = append(s.Workloads, workloadsFromAxes(typ, flows, sizes)...)
 	}
-	applyMoreFlags(&errs, a.More, s.Workloads, sizes)
+	applyKnobFlags(&errs, a.More, s.Workloads, sizes)
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
@@ -108,19 +109,21 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 	return s, nil
 }
 
-// workloadsFromAxes applies the flag axes to one workload type. A
-// request/response workload gets one entry per size so request and
-// response stay equal rather than being crossed.
+// workloadsFromAxes applies the flag axes to one workload type: flows to
+// those that take them, sizes to the message size, or to both request and
+// response size. A request/response workload gets one entry per size so
+// request and response stay equal rather than being crossed.
 func workloadsFromAxes(typ string, flows, sizes []int) []Workload {
 	w := defaultWorkload(typ)
-	kind := kindOf(typ)
-	if kind != kindPlain && len(flows) > 0 {
+	row := workload.Get(typ)
+	if row.Takes(workload.KeyFlows) && len(flows) > 0 {
 		w.Flows = flows
 	}
 	switch {
-	case kind == kindStream && len(sizes) > 0:
+	case len(sizes) == 0:
+	case row.Takes(workload.KeyMsgSize):
 		w.MsgSizes = sizes
-	case kind == kindRR && len(sizes) > 0:
+	case row.Takes(workload.KeyRequestSize):
 		out := make([]Workload, 0, len(sizes))
 		for _, size := range sizes {
 			sized := w

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // Traffic patterns (study 001): how many server and client endpoints a
@@ -25,58 +26,13 @@ const (
 // Patterns lists the traffic patterns, the default first.
 var Patterns = []string{PatternPairs, PatternFanIn, PatternNToM, PatternContainersXFlows}
 
-// Defaults and limits of the parameters beyond flows and sizes.
+// Limits of the knobs beyond the rows' own bounds.
 const (
-	defaultUDPSize       = 1472 // the largest datagram one 1500-byte frame holds
-	defaultPingSize      = 56   // iputils ping's
-	defaultPingInterval  = 100 * time.Millisecond
-	defaultLossThreshold = 3.0 // study 000's bound for UDP
-	minDatagram          = 32  // the engine's datagram header
-	maxDatagram          = 65507
-	minPingPayload       = 16 // an echo's index and send time
-	maxPingPayload       = 65507 - 8
-	maxEndpoints         = 250 // a host numbers its endpoints 1..250
-	maxPingCount         = 10_000_000
-	maxPingInterval      = time.Minute
-	minMSS, maxMSS       = 88, 65495
-	maxBuffer            = 1 << 30
-	maxPPS               = 1_000_000_000
+	maxEndpoints   = 250 // a host numbers its endpoints 1..250
+	minMSS, maxMSS = 88, 65495
+	maxBuffer      = 1 << 30
+	maxPPS         = 1_000_000_000
 )
-
-// isUDP reports whether a workload sends datagrams.
-func isUDP(workload string) bool { return strings.HasPrefix(workload, "udp_") }
-
-// isTCP reports whether a workload runs over TCP.
-func isTCP(workload string) bool { return strings.HasPrefix(workload, "tcp_") }
-
-// sizeBounds are the sizes a workload's messages may have.
-func sizeBounds(workload string) (lo, hi int) {
-	switch {
-	case workload == "ping":
-		return minPingPayload, maxPingPayload
-	case isUDP(workload):
-		return minDatagram, maxDatagram
-	}
-	return 1, maxSize
-}
-
-// moreKeys are the keys a workload takes beyond type, flows and sizes.
-func moreKeys(workload string) []string {
-	keys := []string{"pattern", "clients", "servers"}
-	switch {
-	case workload == "ping":
-		return append(keys, "count", "interval")
-	case workload == "udp_stream":
-		keys = append(keys, "rate")
-	case workload == "udp_max_rate":
-		keys = append(keys, "loss_threshold")
-	}
-	keys = append(keys, "send_buffer", "receive_buffer")
-	if isTCP(workload) {
-		keys = append(keys, "mss", "cc", "nodelay")
-	}
-	return keys
-}
 
 // Settings are a workload's parameters that are not axes: one value per
 // workload entry.
@@ -117,9 +73,24 @@ func parseRateAxisValue(text string) (string, string) {
 	return formatRate(bps), ""
 }
 
-// moreParams reads the keys of moreKeys from a workload mapping into w.
-func (p *parser) moreParams(f map[string]field, w *Workload) {
-	if fd, ok := f["pattern"]; ok && !isNull(fd.value) {
+// knobs reads the pattern, rate, echo and socket knobs of a workload
+// mapping into w; f holds only the keys w's row takes.
+func (p *parser) knobs(f map[string]field, w *Workload) {
+	p.patternKnobs(f, w)
+	p.rateKnobs(f, w)
+	p.echoKnobs(f, w, workload.Get(w.Type).Bounds)
+	p.socketKnobs(f, w)
+}
+
+// present is the field of key when it is given and not null.
+func present(f map[string]field, key string) (field, bool) {
+	fd, ok := f[key]
+	return fd, ok && !isNull(fd.value)
+}
+
+// patternKnobs reads the traffic pattern and its endpoint counts.
+func (p *parser) patternKnobs(f map[string]field, w *Workload) {
+	if fd, ok := present(f, "pattern"); ok {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a pattern"); ok {
 			if msg := checkWord("pattern", text, Patterns); msg != "" {
 				p.report(fd.value, fd.path, msg)
@@ -128,17 +99,22 @@ func (p *parser) moreParams(f map[string]field, w *Workload) {
 			}
 		}
 	}
-	if fd, ok := f["clients"]; ok && !isNull(fd.value) {
+	if fd, ok := present(f, "clients"); ok {
 		w.Clients = p.ints(fd, "a number of client endpoints", 1, maxEndpoints)
 	}
-	if fd, ok := f["servers"]; ok && !isNull(fd.value) {
+	if fd, ok := present(f, "servers"); ok {
 		if w.Pattern != PatternNToM {
 			p.report(fd.key, fd.path, "servers applies to pattern n_to_m only; the other patterns fix the number of servers")
 		} else {
 			w.Servers = p.ints(fd, "a number of server endpoints", 1, maxEndpoints)
 		}
 	}
-	if fd, ok := f["rate"]; ok && !isNull(fd.value) {
+}
+
+// rateKnobs reads the offered rates and the max-rate search's loss
+// threshold.
+func (p *parser) rateKnobs(f map[string]field, w *Workload) {
+	if fd, ok := present(f, "rate"); ok {
 		w.Rates = nil
 		first := map[string]string{}
 		for _, it := range p.items(fd.value, fd.path) {
@@ -159,7 +135,7 @@ func (p *parser) moreParams(f map[string]field, w *Workload) {
 			w.Rates = append(w.Rates, rate)
 		}
 	}
-	if fd, ok := f["loss_threshold"]; ok && !isNull(fd.value) {
+	if fd, ok := present(f, "loss_threshold"); ok {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a loss percentage"); ok {
 			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(text), "%"), 64)
 			if err != nil || v <= 0 || v >= 100 {
@@ -169,17 +145,25 @@ func (p *parser) moreParams(f map[string]field, w *Workload) {
 			}
 		}
 	}
-	if fd, ok := f["count"]; ok && !isNull(fd.value) {
+}
+
+// echoKnobs reads the echo count and interval, within the row's bounds.
+func (p *parser) echoKnobs(f map[string]field, w *Workload, b workload.Bounds) {
+	if fd, ok := present(f, "count"); ok {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a number of echoes"); ok {
-			n, msg := parseIntIn(text, "a number of echoes", 1, maxPingCount)
+			n, msg := parseIntIn(text, "a number of echoes", 1, b.MaxCount)
 			p.check(fd.value, fd.path, msg)
 			w.Count = n
 		}
 	}
-	if fd, ok := f["interval"]; ok && !isNull(fd.value) {
-		w.Interval = p.duration(fd, checkPingInterval, w.Interval)
+	if fd, ok := present(f, "interval"); ok {
+		w.Interval = p.duration(fd, func(d time.Duration) string { return checkEchoInterval(d, b.MaxInterval) }, w.Interval)
 	}
-	if fd, ok := f["mss"]; ok && !isNull(fd.value) {
+}
+
+// socketKnobs reads the TCP and socket options.
+func (p *parser) socketKnobs(f map[string]field, w *Workload) {
+	if fd, ok := present(f, "mss"); ok {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "an MSS"); ok {
 			n, msg := parseIntIn(text, "an MSS in bytes", minMSS, maxMSS)
 			p.check(fd.value, fd.path, msg)
@@ -190,7 +174,7 @@ func (p *parser) moreParams(f map[string]field, w *Workload) {
 		key string
 		dst *int
 	}{{"send_buffer", &w.SendBuffer}, {"receive_buffer", &w.ReceiveBuffer}} {
-		if fd, ok := f[b.key]; ok && !isNull(fd.value) {
+		if fd, ok := present(f, b.key); ok {
 			if text, ok := p.scalar(item{fd.value, fd.path}, "a size"); ok {
 				n, err := ParseSize(text)
 				if err != nil || n < 1 || n > maxBuffer {
@@ -201,7 +185,7 @@ func (p *parser) moreParams(f map[string]field, w *Workload) {
 			}
 		}
 	}
-	if fd, ok := f["cc"]; ok && !isNull(fd.value) {
+	if fd, ok := present(f, "cc"); ok {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a congestion control name"); ok {
 			if !ccName.MatchString(text) {
 				p.report(fd.value, fd.path, fmt.Sprintf("expected a congestion control name such as cubic, reno or bbr, got %q", text))
@@ -210,7 +194,7 @@ func (p *parser) moreParams(f map[string]field, w *Workload) {
 			}
 		}
 	}
-	if fd, ok := f["nodelay"]; ok && !isNull(fd.value) {
+	if fd, ok := present(f, "nodelay"); ok {
 		if v, ok := p.toggle(fd); ok {
 			w.NoDelay = v
 		}
@@ -226,16 +210,18 @@ func normalPattern(pattern string) string {
 	return pattern
 }
 
-func checkPingInterval(d time.Duration) string {
-	if d < time.Microsecond || d > maxPingInterval {
-		return fmt.Sprintf("expected an interval from 1us to %v (such as 10ms or 1s), got %v", maxPingInterval, d)
+// checkEchoInterval checks the gap between echoes against a row's bound.
+func checkEchoInterval(d, maxInterval time.Duration) string {
+	if d < time.Microsecond || d > maxInterval {
+		return fmt.Sprintf("expected an interval from 1us to %v (such as 10ms or 1s), got %v", maxInterval, d)
 	}
 	return ""
 }
 
-// moreAxes are the variants of a workload's rate, clients and servers
-// axes, applied to params; every workload has at least one.
-func (w Workload) moreVariants(base model.Params) []model.Params {
+// knobVariants are the variants of a workload's rate, clients and servers
+// axes, applied to params with its other knobs; every workload has at
+// least one.
+func (w Workload) knobVariants(base model.Params) []model.Params {
 	rates := w.Rates
 	if len(rates) == 0 {
 		rates = []string{""}
@@ -269,8 +255,8 @@ func (w Workload) moreVariants(base model.Params) []model.Params {
 	return out
 }
 
-// moreVariantCount is the number of moreVariants, saturating.
-func (w Workload) moreVariantCount() int {
+// knobVariantCount is the number of knobVariants, saturating.
+func (w Workload) knobVariantCount() int {
 	return saturatingMul(saturatingMul(max(1, len(w.Rates)), max(1, len(w.Clients))), max(1, len(w.Servers)))
 }
 
@@ -282,15 +268,16 @@ func (w Workload) applySettings(p *model.Params) {
 	p.CC, p.NoDelay = w.CC, w.NoDelay
 }
 
-// moreKey is the part of a case key the parameters beyond flows and sizes
-// add, only those set, so older keys stay as they were.
-func moreKey(workload string, p model.Params) []string {
+// knobKey is the part of a case key the knobs add, only those set (and
+// an echo's interval always), so older keys stay as they were.
+func knobKey(typ string, p model.Params) []string {
 	var opts []string
 	add := func(k, v string) { opts = append(opts, k+"="+v) }
-	if workload == "ping" {
-		if p.Count != 0 {
-			add("count", strconv.Itoa(p.Count))
-		}
+	row := workload.Get(typ)
+	if row.Takes("count") && p.Count != 0 {
+		add("count", strconv.Itoa(p.Count))
+	}
+	if row.Takes("interval") {
 		add("interval", time.Duration(p.IntervalUS*1000).String())
 	}
 	if p.Rate != "" {
@@ -326,9 +313,9 @@ func moreKey(workload string, p model.Params) []string {
 	return opts
 }
 
-// putMore renders the parameters beyond flows and sizes that are set, in
-// a form the parser reads back to the same workload.
-func (w Workload) putMore(put func(key string, value *yaml.Node)) {
+// putKnobs renders the knobs that are set, in a form the parser reads
+// back to the same workload.
+func (w Workload) putKnobs(put func(key string, value *yaml.Node)) {
 	if w.Pattern != "" {
 		put("pattern", scalarNode(w.Pattern))
 	}
@@ -367,32 +354,29 @@ func (w Workload) putMore(put func(key string, value *yaml.Node)) {
 	}
 }
 
-// axisKeys take a list of values on the command line; the other keys of
-// moreKeys take one.
+// axisKeys take a list on the command line; the other knobs take one.
 var axisKeys = []string{"rate", "clients", "servers"}
 
-// applyMoreFlags sets the flags of the parameters beyond flows and sizes
-// (more maps a key such as "rate" to the flag's values) on the workloads
-// that take them, checked as a file's values are. A flag no listed
-// workload takes is an error.
-func applyMoreFlags(errs *errorList, more map[string][]string, workloads []Workload, sizes []int) {
+// applyKnobFlags sets the knob flags (knobs maps a key such as "rate" to
+// the flag's values) on the workloads that take them, checked as a file's
+// values are, and checks the --msg-size values against each workload's
+// bounds. A flag no listed workload takes is an error.
+func applyKnobFlags(errs *errorList, knobs map[string][]string, workloads []Workload, sizes []int) {
 	used := map[string]bool{}
 	for i := range workloads {
 		w := &workloads[i]
-		if w.Type == "ping" && len(sizes) > 0 {
-			w.MsgSizes = sizes
-		}
-		if lo, hi := sizeBounds(w.Type); len(sizes) > 0 && kindOf(w.Type) != kindPlain {
+		row := workload.Get(w.Type)
+		if len(sizes) > 0 && len(axesOf(w.Type)) > 0 {
 			for _, n := range sizes {
-				if n < lo || n > hi {
-					errs.add(&Error{Path: "--msg-size", Msg: w.Type + ": " + sizeRangeMessage(strconv.Itoa(n), lo, hi)})
+				if n < row.Bounds.MinSize || n > row.Bounds.MaxSize {
+					errs.add(&Error{Path: "--msg-size", Msg: w.Type + ": " + sizeRangeMessage(strconv.Itoa(n), row.Bounds.MinSize, row.Bounds.MaxSize)})
 				}
 			}
 		}
 		p := &parser{budget: nodeBudget}
 		f := map[string]field{}
-		for _, key := range moreKeys(w.Type) {
-			values, ok := more[key]
+		for _, key := range row.Knobs {
+			values, ok := knobs[key]
 			if !ok {
 				continue
 			}
@@ -408,17 +392,17 @@ func applyMoreFlags(errs *errorList, more map[string][]string, workloads []Workl
 			}
 			f[key] = field{key: scalarNode(key), value: node, path: path}
 		}
-		p.moreParams(f, w)
+		p.knobs(f, w)
 		for _, e := range p.errs {
 			errs.add(e)
 		}
 	}
-	for key := range more {
+	for key := range knobs {
 		if !used[key] {
 			var takers []string
-			for _, typ := range []string{"tcp_stream", "udp_stream", "udp_max_rate", "tcp_rr", "udp_rr", "tcp_crr", "ping"} {
-				if slices.Contains(moreKeys(typ), key) {
-					takers = append(takers, typ)
+			for _, name := range workload.Names() {
+				if slices.Contains(workload.Get(name).Knobs, key) {
+					takers = append(takers, name)
 				}
 			}
 			errs.add(&Error{Path: "--" + strings.ReplaceAll(key, "_", "-"),

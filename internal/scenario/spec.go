@@ -5,8 +5,13 @@
 package scenario
 
 import (
-	"strings"
+	"slices"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // Spec is a validated, fully defaulted scenario.
@@ -93,9 +98,6 @@ const (
 	defaultSamples   = 5
 	defaultEngine    = "native"
 	defaultPlacement = "none"
-	defaultFlows     = 1
-	defaultMsgSize   = 128 << 10
-	defaultRRSize    = 64
 )
 
 // Limits beyond which a value is almost certainly a typo rather than an
@@ -105,7 +107,7 @@ const (
 	maxDuration = time.Hour
 	maxSamples  = 1000
 	maxFlows    = 4096
-	maxSize     = 64 << 20
+	maxSize     = workload.MaxMessageSize
 	minMTU      = 576
 	maxMTU      = 65535
 	minRateBPS  = 1_000
@@ -114,66 +116,56 @@ const (
 	maxNameLen  = 64
 )
 
-// workloadKind groups workload types by the parameters they take.
-type workloadKind int
+// axis is how a Workload holds one of the flow and size axes a workload
+// row may list, and how a case's params carry its value.
+type axis struct {
+	key string
+	// values is the workload's list for the axis.
+	values func(w *Workload) *[]int
+	// param is the field of a case's params the axis sets.
+	param func(p *model.Params) *int
+	// fallback is the row's default for the axis.
+	fallback func(d workload.Defaults) int
+	// node renders one value in a document.
+	node func(int) *yaml.Node
+}
 
-const (
-	kindPlain  workloadKind = iota // no parameters (e.g. ping)
-	kindStream                     // flows, msg_size
-	kindRR                         // flows, request_size, response_size
-	kindPing                       // msg_size (the echo payload)
-)
+var axes = []axis{
+	{workload.KeyFlows, func(w *Workload) *[]int { return &w.Flows }, func(p *model.Params) *int { return &p.Flows },
+		func(d workload.Defaults) int { return d.Flows }, scalarNode[int]},
+	{workload.KeyMsgSize, func(w *Workload) *[]int { return &w.MsgSizes }, func(p *model.Params) *int { return &p.MsgSize },
+		func(d workload.Defaults) int { return d.MsgSize }, sizeNode},
+	{workload.KeyRequestSize, func(w *Workload) *[]int { return &w.RequestSizes }, func(p *model.Params) *int { return &p.RequestSize },
+		func(d workload.Defaults) int { return d.RequestSize }, sizeNode},
+	{workload.KeyResponseSize, func(w *Workload) *[]int { return &w.ResponseSizes }, func(p *model.Params) *int { return &p.ResponseSize },
+		func(d workload.Defaults) int { return d.ResponseSize }, sizeNode},
+}
 
-// kindOf derives the parameter set from the workload's name so a workload
-// added to the vocabulary later (udp_stream, tcp_crr) needs no change here.
-func kindOf(workload string) workloadKind {
-	switch {
-	case strings.HasSuffix(workload, "_stream"), workload == "udp_max_rate":
-		return kindStream
-	case workload == "ping":
-		return kindPing
-	case strings.HasSuffix(workload, "_rr"), strings.HasSuffix(workload, "_crr"):
-		return kindRR
-	default:
-		return kindPlain
+// axesOf are the axes a workload's row lists, in its order.
+func axesOf(typ string) []axis {
+	var out []axis
+	for _, key := range workload.Get(typ).Axes {
+		if i := slices.IndexFunc(axes, func(a axis) bool { return a.key == key }); i >= 0 {
+			out = append(out, axes[i])
+		}
 	}
+	return out
 }
 
 // defaultWorkload is a workload of the given type with every parameter at
-// its default.
+// its row's default.
 func defaultWorkload(typ string) Workload {
+	d := workload.Get(typ).Defaults
 	w := Workload{Type: typ}
-	switch kindOf(typ) {
-	case kindStream:
-		w.Flows = []int{defaultFlows}
-		w.MsgSizes = []int{defaultMsgSize}
-		if isUDP(typ) {
-			w.MsgSizes = []int{defaultUDPSize}
-		}
-	case kindRR:
-		w.Flows = []int{defaultFlows}
-		w.RequestSizes = []int{defaultRRSize}
-		w.ResponseSizes = []int{defaultRRSize}
-	case kindPing:
-		w.MsgSizes = []int{defaultPingSize}
-		w.Interval = defaultPingInterval
-	}
-	if typ == "udp_max_rate" {
-		w.LossThresholdPct = defaultLossThreshold
+	w.Interval, w.LossThresholdPct = d.Interval, d.LossThresholdPct
+	for _, a := range axesOf(typ) {
+		*a.values(&w) = []int{a.fallback(d)}
 	}
 	return w
 }
 
-// workloadKeys are the keys a workload mapping of this kind may hold.
-func workloadKeys(k workloadKind) []string {
-	switch k {
-	case kindStream:
-		return []string{"type", "flows", "msg_size"}
-	case kindRR:
-		return []string{"type", "flows", "request_size", "response_size"}
-	case kindPing:
-		return []string{"type", "msg_size"}
-	default:
-		return []string{"type"}
-	}
+// workloadKeys are the keys a workload mapping of this type may hold.
+func workloadKeys(typ string) []string {
+	r := workload.Get(typ)
+	return slices.Concat([]string{"type"}, r.Axes, r.Knobs)
 }

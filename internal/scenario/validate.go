@@ -136,16 +136,11 @@ func (s *Spec) countCases() int {
 
 // variantCount is how many parameter combinations the workload expands to.
 func (w Workload) variantCount() int {
-	switch kindOf(w.Type) {
-	case kindStream:
-		return saturatingMul(saturatingMul(len(w.Flows), len(w.MsgSizes)), w.moreVariantCount())
-	case kindRR:
-		return saturatingMul(saturatingMul(saturatingMul(len(w.Flows), len(w.RequestSizes)), len(w.ResponseSizes)), w.moreVariantCount())
-	case kindPing:
-		return saturatingMul(len(w.MsgSizes), w.moreVariantCount())
-	default:
-		return 1
+	n := w.knobVariantCount()
+	for _, a := range axesOf(w.Type) {
+		n = saturatingMul(n, len(*a.values(&w)))
 	}
+	return n
 }
 
 const saturated = 1 << 50

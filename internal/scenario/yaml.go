@@ -51,18 +51,10 @@ func (s *Spec) YAML() ([]byte, error) {
 	for _, w := range s.Workloads {
 		m := &yaml.Node{Kind: yaml.MappingNode}
 		put(m, "type", scalarNode(w.Type))
-		switch kindOf(w.Type) {
-		case kindStream:
-			put(m, "flows", listNode(w.Flows, scalarNode))
-			put(m, "msg_size", listNode(w.MsgSizes, sizeNode))
-		case kindRR:
-			put(m, "flows", listNode(w.Flows, scalarNode))
-			put(m, "request_size", listNode(w.RequestSizes, sizeNode))
-			put(m, "response_size", listNode(w.ResponseSizes, sizeNode))
-		case kindPing:
-			put(m, "msg_size", listNode(w.MsgSizes, sizeNode))
+		for _, a := range axesOf(w.Type) {
+			put(m, a.key, listNode(*a.values(&w), a.node))
 		}
-		w.putMore(func(key string, value *yaml.Node) { put(m, key, value) })
+		w.putKnobs(func(key string, value *yaml.Node) { put(m, key, value) })
 		workloads.Content = append(workloads.Content, m)
 	}
 	put(doc, "workloads", workloads)

@@ -1,20 +1,15 @@
 package engine
 
+// The data path's system calls: a connection taken out of Go's netpoller,
+// then one blocking send or receive per message.
+
 import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
-
-// Data sockets are blocking, so a peer that vanishes without a FIN or RST
-// would block a flow forever; these timeouts turn that into an error.
-const (
-	clientSocketTimeout = 30 * time.Second
-	serverSocketTimeout = 60 * time.Second
 )
 
 var errSocketTimeout = errors.New("socket timed out")
@@ -43,28 +38,6 @@ func detach(conn *net.TCPConn) (int, error) {
 		return -1, fmt.Errorf("detach socket: set blocking: %w", err)
 	}
 	return fd, nil
-}
-
-func setNoDelay(fd int, on bool) error {
-	v := 0
-	if on {
-		v = 1
-	}
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v); err != nil {
-		return fmt.Errorf("set tcp_nodelay: %w", err)
-	}
-	return nil
-}
-
-func setTimeouts(fd int, d time.Duration) error {
-	tv := unix.NsecToTimeval(d.Nanoseconds())
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
-		return fmt.Errorf("set send timeout: %w", err)
-	}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return fmt.Errorf("set receive timeout: %w", err)
-	}
-	return nil
 }
 
 // send writes once. MSG_NOSIGNAL turns a reset peer into EPIPE instead of

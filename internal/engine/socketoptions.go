@@ -3,8 +3,16 @@ package engine
 import (
 	"fmt"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
+)
+
+// Data sockets are blocking, so a peer that vanishes without a FIN or RST
+// would block a flow forever; these timeouts turn that into an error.
+const (
+	clientSocketTimeout = 30 * time.Second
+	serverSocketTimeout = 60 * time.Second
 )
 
 // applyOptions sets the socket knobs of o that are not zero on fd; tcp
@@ -63,4 +71,33 @@ func controlOptions(o SocketOptions) func(network, address string, c syscall.Raw
 		}
 		return err
 	}
+}
+
+// setNoDelay turns Nagle's algorithm off (on) or back on.
+//
+// Equivalent to: setsockopt(TCP_NODELAY)
+func setNoDelay(fd int, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v); err != nil {
+		return fmt.Errorf("set tcp_nodelay: %w", err)
+	}
+	return nil
+}
+
+// setTimeouts bounds every blocking send and receive on fd; zero is no
+// bound.
+//
+// Equivalent to: setsockopt(SO_SNDTIMEO, SO_RCVTIMEO)
+func setTimeouts(fd int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		return fmt.Errorf("set send timeout: %w", err)
+	}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("set receive timeout: %w", err)
+	}
+	return nil
 }
