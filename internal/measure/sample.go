@@ -119,37 +119,8 @@ func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMa
 		v[model.Retransmits] = float64(x.Retransmits)
 	}
 	s := model.Sample{Started: before.at, Duration: wall, Values: v, Intervals: x.Intervals}
-	switch c.Workload {
-	case "tcp_stream":
-		if x.ReceiveTime <= 0 || x.ReceivedBytes <= 0 {
-			return s, fmt.Errorf("measure: the receiver got %d bytes in %v", x.ReceivedBytes, x.ReceiveTime)
-		}
-		v[model.ThroughputBPS] = float64(x.ReceivedBytes) * 8 / x.ReceiveTime.Seconds()
-		if x.SentBytes > 0 {
-			v[model.SentBytes] = float64(x.SentBytes)
-		}
-		v[model.ReceivedBytes] = float64(x.ReceivedBytes)
-		v[model.CPUSPerGB] = bothCPU / (float64(x.ReceivedBytes) / 1e9)
-		wire := after.wire.Sub(before.wire)
-		v[model.WireRxBytes] = float64(wire.RxBytes)
-		v[model.WireRxPackets] = float64(wire.RxPackets)
-		if payload := wirePayload(wire); payload > 0 {
-			v[model.AppWireRatio] = float64(x.ReceivedBytes) / payload
-		}
-	case "tcp_rr":
-		if x.Transactions <= 0 || x.TxTime <= 0 {
-			return s, fmt.Errorf("measure: %d transactions in %v", x.Transactions, x.TxTime)
-		}
-		v[model.TransactionsPerS] = float64(x.Transactions) / x.TxTime.Seconds()
-		v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
-		if err := latencyValues(v, x); err != nil {
-			return s, err
-		}
-		s.Latency = x.LatencyHDR
-	default:
-		if err := workloadValues(c, &s, x, before, after, bothCPU); err != nil {
-			return s, err
-		}
+	if err := shapeValues(c, &s, x, before, after, bothCPU); err != nil {
+		return s, err
 	}
 	patternValues(v, x)
 	return s, nil

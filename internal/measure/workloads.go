@@ -4,72 +4,118 @@ import (
 	"fmt"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
-// workloadValues fills a sample of the workloads beyond tcp_stream and tcp_rr.
-func workloadValues(c model.Case, s *model.Sample, x Exchange, before, after reading, bothCPU float64) error {
-	v := s.Values
-	switch c.Workload {
-	case "udp_stream", "udp_max_rate":
-		if x.SentPackets <= 0 {
-			return fmt.Errorf("measure: the sender sent no datagram")
-		}
-		v[model.ThroughputBPS] = x.ThroughputBPS
-		v[model.SentPackets] = float64(x.SentPackets)
-		v[model.ReceivedPackets] = float64(x.ReceivedPackets)
-		v[model.LossPct] = 100 * float64(x.Lost) / float64(x.SentPackets)
-		if !x.NoJitter {
-			v[model.OutOfOrder] = float64(x.OutOfOrder)
-			v[model.JitterUS] = x.JitterNS / 1e3
-		}
-		if x.SentBytes > 0 {
-			v[model.SentBytes] = float64(x.SentBytes)
-		}
-		v[model.ReceivedBytes] = float64(x.ReceivedBytes)
-		// The kernel's counters span the whole exchange, which for
-		// udp_max_rate is every trial, not the one the sample reports.
-		if c.Workload == "udp_stream" {
-			wire := after.wire.Sub(before.wire)
-			v[model.WireRxBytes] = float64(wire.RxBytes)
-			v[model.WireRxPackets] = float64(wire.RxPackets)
-			v[model.UDPRcvbufErrors] = float64(after.udp.Sub(before.udp).RcvbufErrors)
-		}
-		if c.Workload == "udp_max_rate" {
-			v[model.MaxRateBPS] = x.MaxRateBPS
-			v[model.Trials] = float64(x.Trials)
-		} else if x.ReceivedBytes > 0 {
-			v[model.CPUSPerGB] = bothCPU / (float64(x.ReceivedBytes) / 1e9)
-		}
-	case "udp_rr", "tcp_crr", "ping":
+// shapeValues fills a sample with the figures of its workload's shape
+// and transport, read from the workload's row: any workload of a known
+// shape is measured with no code of its own here.
+func shapeValues(c model.Case, s *model.Sample, x Exchange, before, after reading, bothCPU float64) error {
+	row, ok := workload.Lookup(c.Workload)
+	if !ok {
+		return fmt.Errorf("measure: workload %q has no measurement", c.Workload)
+	}
+	switch {
+	case row.Shape == workload.Stream && row.Transport == workload.TCP:
+		return tcpStreamValues(s.Values, x, before, after, bothCPU)
+	case row.Shape == workload.Stream || row.Shape == workload.MaxRateSearch:
+		return datagramValues(row, s.Values, x, before, after, bothCPU)
+	case row.Shape == workload.RequestResponse && row.Transport == workload.TCP:
 		if x.Transactions <= 0 || x.TxTime <= 0 {
 			return fmt.Errorf("measure: %d transactions in %v", x.Transactions, x.TxTime)
 		}
-		switch c.Workload {
-		case "tcp_crr":
-			v[model.ConnectionsPerS] = x.TxPerS
-			v[model.TransactionsPerS] = x.TxPerS
-		case "udp_rr":
-			v[model.TransactionsPerS] = x.TxPerS
-		}
-		if x.Tried > 0 {
-			v[model.LossPct] = 100 * float64(x.Unanswered) / float64(x.Tried)
-			v[model.SentPackets] = float64(x.Tried)
-			v[model.ReceivedPackets] = float64(x.Tried - x.Unanswered)
-		}
-		if c.Workload != "ping" {
-			v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
-		}
-		if r := x.RTT; r != nil {
-			v[model.RTTMinUS], v[model.RTTAvgUS], v[model.RTTMaxUS], v[model.RTTMdevUS] = r.Min/1e3, r.Avg/1e3, r.Max/1e3, r.Mdev/1e3
-		}
-		if err := latencyValues(v, x); err != nil {
-			return err
-		}
+		s.Values[model.TransactionsPerS] = float64(x.Transactions) / x.TxTime.Seconds()
+		s.Values[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
 		s.Latency = x.LatencyHDR
+		return latencyValues(s.Values, x)
 	default:
-		return fmt.Errorf("measure: workload %q has no measurement", c.Workload)
+		return transactionValues(row, s, x, bothCPU)
+	}
+}
+
+// tcpStreamValues are a TCP stream's figures, held against the bytes
+// the receiver's interfaces counted.
+func tcpStreamValues(v map[string]float64, x Exchange, before, after reading, bothCPU float64) error {
+	if x.ReceiveTime <= 0 || x.ReceivedBytes <= 0 {
+		return fmt.Errorf("measure: the receiver got %d bytes in %v", x.ReceivedBytes, x.ReceiveTime)
+	}
+	v[model.ThroughputBPS] = float64(x.ReceivedBytes) * 8 / x.ReceiveTime.Seconds()
+	if x.SentBytes > 0 {
+		v[model.SentBytes] = float64(x.SentBytes)
+	}
+	v[model.ReceivedBytes] = float64(x.ReceivedBytes)
+	v[model.CPUSPerGB] = bothCPU / (float64(x.ReceivedBytes) / 1e9)
+	wire := after.wire.Sub(before.wire)
+	v[model.WireRxBytes] = float64(wire.RxBytes)
+	v[model.WireRxPackets] = float64(wire.RxPackets)
+	if payload := wirePayload(wire); payload > 0 {
+		v[model.AppWireRatio] = float64(x.ReceivedBytes) / payload
 	}
 	return nil
+}
+
+// datagramValues are a datagram stream's figures, or those of the rate
+// search that ran such streams.
+func datagramValues(row workload.Row, v map[string]float64, x Exchange, before, after reading, bothCPU float64) error {
+	if x.SentPackets <= 0 {
+		return fmt.Errorf("measure: the sender sent no datagram")
+	}
+	v[model.ThroughputBPS] = x.ThroughputBPS
+	v[model.SentPackets] = float64(x.SentPackets)
+	v[model.ReceivedPackets] = float64(x.ReceivedPackets)
+	v[model.LossPct] = 100 * float64(x.Lost) / float64(x.SentPackets)
+	if !x.NoJitter {
+		v[model.OutOfOrder] = float64(x.OutOfOrder)
+		v[model.JitterUS] = x.JitterNS / 1e3
+	}
+	if x.SentBytes > 0 {
+		v[model.SentBytes] = float64(x.SentBytes)
+	}
+	v[model.ReceivedBytes] = float64(x.ReceivedBytes)
+	if row.Shape == workload.MaxRateSearch {
+		// The kernel's counters span the whole exchange, which for a
+		// search is every trial, not the one the sample reports.
+		v[model.MaxRateBPS] = x.MaxRateBPS
+		v[model.Trials] = float64(x.Trials)
+		return nil
+	}
+	wire := after.wire.Sub(before.wire)
+	v[model.WireRxBytes] = float64(wire.RxBytes)
+	v[model.WireRxPackets] = float64(wire.RxPackets)
+	v[model.UDPRcvbufErrors] = float64(after.udp.Sub(before.udp).RcvbufErrors)
+	if x.ReceivedBytes > 0 {
+		v[model.CPUSPerGB] = bothCPU / (float64(x.ReceivedBytes) / 1e9)
+	}
+	return nil
+}
+
+// transactionValues are the figures of transactions that may go
+// unanswered (datagrams, echoes) or open a connection each.
+func transactionValues(row workload.Row, s *model.Sample, x Exchange, bothCPU float64) error {
+	v := s.Values
+	if x.Transactions <= 0 || x.TxTime <= 0 {
+		return fmt.Errorf("measure: %d transactions in %v", x.Transactions, x.TxTime)
+	}
+	switch row.Shape {
+	case workload.ConnectRequestResponse:
+		v[model.ConnectionsPerS] = x.TxPerS
+		v[model.TransactionsPerS] = x.TxPerS
+	case workload.RequestResponse:
+		v[model.TransactionsPerS] = x.TxPerS
+	}
+	if x.Tried > 0 {
+		v[model.LossPct] = 100 * float64(x.Unanswered) / float64(x.Tried)
+		v[model.SentPackets] = float64(x.Tried)
+		v[model.ReceivedPackets] = float64(x.Tried - x.Unanswered)
+	}
+	if row.Shape != workload.Echo {
+		v[model.CPUUSPerTx] = bothCPU * 1e6 / float64(x.transactionsForCPU())
+	}
+	if r := x.RTT; r != nil {
+		v[model.RTTMinUS], v[model.RTTAvgUS], v[model.RTTMaxUS], v[model.RTTMdevUS] = r.Min/1e3, r.Avg/1e3, r.Max/1e3, r.Mdev/1e3
+	}
+	s.Latency = x.LatencyHDR
+	return latencyValues(v, x)
 }
 
 // patternValues adds what a pattern of several client endpoints

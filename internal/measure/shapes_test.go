@@ -1,0 +1,92 @@
+package measure
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"cnbench/internal/cpu"
+	"cnbench/internal/engine"
+	"cnbench/internal/model"
+	"cnbench/internal/workload"
+)
+
+// readings are two readings one second apart in which the client used
+// 0.3 s and the server 0.2 s of CPU.
+func readings() (before, after reading) {
+	at := time.Now()
+	before = reading{at: at}
+	after = reading{at: at.Add(time.Second),
+		client: cpu.Usage{User: 100 * time.Millisecond, System: 200 * time.Millisecond},
+		server: cpu.Usage{System: 200 * time.Millisecond}}
+	return before, after
+}
+
+// TestEveryWorkloadHasItsPrimaryMetric feeds each workload of the table
+// what its engine would report and recomputes the derived figures.
+func TestEveryWorkloadHasItsPrimaryMetric(t *testing.T) {
+	rr := Exchange{Transactions: 20000, TxTime: time.Second, TxPerS: 20000, Tried: 20010, Unanswered: 10,
+		LatencyUS: map[string]float64{model.LatencyP50US: 40}}
+	exchanges := map[string]Exchange{
+		workload.TCPStream:  {ReceivedBytes: 1e9, ReceiveTime: time.Second},
+		workload.UDPStream:  {ReceivedBytes: 5e8, SentPackets: 400000, ReceivedPackets: 399000, Lost: 1000, ThroughputBPS: 4e9},
+		workload.UDPMaxRate: {ReceivedBytes: 5e8, SentPackets: 400000, ReceivedPackets: 399000, Lost: 1000, ThroughputBPS: 4e9, MaxRateBPS: 3.9e9, Trials: 6},
+		workload.TCPRR:      rr,
+		workload.UDPRR:      rr,
+		workload.TCPCRR:     rr,
+		workload.Ping:       {Transactions: 10, TxTime: time.Second, Tried: 10, RTT: &engine.RTTStats{Min: 20e3, Avg: 30e3, Max: 50e3, Mdev: 5e3}},
+	}
+	before, after := readings()
+	for _, name := range workload.Names() {
+		x, ok := exchanges[name]
+		if !ok {
+			t.Errorf("%s: no exchange to measure it with", name)
+			continue
+		}
+		s, err := sampleFrom(model.Case{Workload: name}, before, after, x, nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		primary := workload.PrimaryMetric(name)
+		if _, ok := s.Values[primary]; !ok {
+			t.Errorf("%s: no %s in %v", name, primary, s.Values)
+		}
+		if cpu := s.Values[model.CPUSenderPct] + s.Values[model.CPUReceiverPct]; math.Abs(cpu-50) > 1e-9 {
+			t.Errorf("%s: sender and receiver %.3f%% of a core, want 50%% (0.5 s in 1 s)", name, cpu)
+		}
+	}
+	s, _ := sampleFrom(model.Case{Workload: workload.TCPStream}, before, after, exchanges[workload.TCPStream], nil)
+	if got := s.Values[model.ThroughputBPS]; got != 8e9 {
+		t.Errorf("tcp_stream: %g bit/s, want 8e9 (1 GB in 1 s)", got)
+	}
+	// 0.5 CPU-seconds for 1 GB; at 8 Gbit/s that is 50% of a core.
+	if got := s.Values[model.CPUSPerGB]; math.Abs(got-0.5) > 1e-9 {
+		t.Errorf("tcp_stream: %g CPU-s/GB, want 0.5", got)
+	}
+	s, _ = sampleFrom(model.Case{Workload: workload.UDPRR}, before, after, rr, nil)
+	if got := s.Values[model.CPUUSPerTx]; math.Abs(got-25) > 1e-9 {
+		t.Errorf("udp_rr: %g CPU-us per transaction, want 25 (0.5 s over 20000)", got)
+	}
+	if got := s.Values[model.LossPct]; math.Abs(got-100*10.0/20010) > 1e-9 {
+		t.Errorf("udp_rr: loss %g%%", got)
+	}
+}
+
+// TestAWorkloadOfAKnownShapeNeedsNoCodeHere registers a workload in the
+// table and measures it: a datagram stream over UDP gets a datagram
+// stream's figures.
+func TestAWorkloadOfAKnownShapeNeedsNoCodeHere(t *testing.T) {
+	t.Cleanup(workload.Register(workload.Row{Name: "udp_burst", Transport: workload.UDP, Shape: workload.Stream, PrimaryMetric: model.ThroughputBPS}))
+	before, after := readings()
+	s, err := sampleFrom(model.Case{Workload: "udp_burst"}, before, after, Exchange{ReceivedBytes: 1e6, SentPackets: 1000, ReceivedPackets: 990, Lost: 10, ThroughputBPS: 8e6}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Values[model.ThroughputBPS] != 8e6 || s.Values[model.LossPct] != 1 {
+		t.Errorf("udp_burst: %v", s.Values)
+	}
+	if _, err := sampleFrom(model.Case{Workload: "nonesuch"}, before, after, Exchange{}, nil); err == nil {
+		t.Error("a workload outside the table: want an error")
+	}
+}
