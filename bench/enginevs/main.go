@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"cnbench/internal/engine"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	modetable "cnbench/internal/modes"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
@@ -81,7 +81,7 @@ workloads:
 engines: [native, iperf3, netperf, sockperf]
 `, duration.Milliseconds(), samples, modes, place)
 	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
-		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: runner.Workloads, Engines: runner.Engines,
+		Modes: modetable.Names(), Topologies: topo.Kinds, Workloads: runner.Workloads, Engines: runner.Engines,
 	})
 	if err != nil {
 		return err

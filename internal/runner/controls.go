@@ -6,6 +6,7 @@ import (
 
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/placement"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
@@ -15,7 +16,7 @@ import (
 // machine before it is stored: what its mode decides for itself (the OVS
 // datapath) and the CPUs its placement pins the engines to.
 func recordSettings(c *model.Case) {
-	if d, ok := mode.Lookup(c.Mode); ok && d.Record != nil {
+	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
 	}
 	if sender, receiver, err := pinning(c.Params); err == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/modes"
 )
 
 // linkCounters are the kernel's own interface counters of a namespace,
@@ -61,9 +63,5 @@ func countsTraffic(l netlink.Link) bool {
 // countsLinkKind is countsTraffic for a link known by its type and
 // whether it is enslaved, as an agent reports it.
 func countsLinkKind(typ string, enslaved bool) bool {
-	switch typ {
-	case "bridge", "openvswitch", "vxlan":
-		return false
-	}
-	return !enslaved
+	return !modes.Uncounted(typ) && !enslaved
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"cnbench/internal/cleanup"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
@@ -46,7 +46,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	}
 	// The stored document is the expanded scenario; it must still parse,
 	// or this build could not run the cases it names.
-	vocab := scenario.Vocabulary{Modes: append(mode.Names(), mode.Patterns()...), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
+	vocab := scenario.Vocabulary{Modes: append(modes.Names(), modes.Patterns()...), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
 	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), vocab)
 	if err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)

@@ -21,6 +21,7 @@ import (
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/scenario"
@@ -295,7 +296,7 @@ type pathPlan struct {
 // planPath checks that the case's mode can be built in its topology and
 // resolves its placement and host controls.
 func planPath(c *model.Case) (pathPlan, error) {
-	d, ok := mode.Lookup(c.Mode)
+	d, ok := modes.Lookup(c.Mode)
 	if !ok {
 		return pathPlan{}, fmt.Errorf("unknown mode %q", c.Mode)
 	}
@@ -417,7 +418,7 @@ func (r *Runner) placeLocal(c *model.Case, d mode.Descriptor, opts topo.Options,
 	if err != nil {
 		return placed{}, err
 	}
-	m := d.InTopology(t)
+	m := d.New(t)
 	p, published := m.(mode.Publisher)
 	if published {
 		for _, e := range engines {

@@ -13,8 +13,8 @@ import (
 
 	"cnbench/internal/awake"
 	"cnbench/internal/engine"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
@@ -111,7 +111,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func vocab() scenario.Vocabulary {
-	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
+	return scenario.Vocabulary{Modes: modes.Names(), Topologies: topo.Kinds, Workloads: Workloads, Engines: Engines}
 }
 
 // TestEveryModeTopologyAndWorkload runs the whole core matrix with short

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	modetable "cnbench/internal/modes"
 )
 
 // runScenarioText runs a scenario given as YAML and returns its cases.
@@ -33,8 +33,8 @@ func measured(t *testing.T, c model.CaseResult) (map[string]float64, bool) {
 // skipped because the machine lacks its mode.
 func TestEveryWorkloadInEveryMode(t *testing.T) {
 	var modes []string
-	for _, name := range mode.Names() {
-		d, _ := mode.Lookup(name)
+	for _, name := range modetable.Names() {
+		d, _ := modetable.Lookup(name)
 		if err := d.Check("chc"); err != nil {
 			t.Logf("%s: %v", name, err)
 			continue

@@ -5,11 +5,11 @@ import (
 
 	"cnbench/internal/cluster"
 	"cnbench/internal/docker"
-	"cnbench/internal/mode"
+	modecluster "cnbench/internal/mode/cluster"
 	"cnbench/internal/scenario"
 )
 
-func init() { cluster.Register(mode.SwarmPrefix, open) }
+func init() { cluster.Register(modecluster.SwarmPrefix, open) }
 
 // open connects to the swarm a scenario's swarm section names.
 func open(ctx context.Context, spec *scenario.Spec) (cluster.Cluster, error) {
