@@ -19,7 +19,7 @@ import (
 // clusters are the clusters a scenario names, each connected on the first
 // case of its modes.
 type clusters struct {
-	spec *scenario.Spec
+	cfg  cluster.Config
 	mu   sync.Mutex
 	open map[string]cluster.Cluster // by mode prefix; nil: the scenario names none
 	errs map[string]error
@@ -27,7 +27,17 @@ type clusters struct {
 
 // useClusters takes the scenario's cluster sections for the cases to come.
 func (r *Runner) useClusters(spec *scenario.Spec) {
-	r.clusters = &clusters{spec: spec, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
+	r.clusters = &clusters{cfg: clusterConfig(spec), open: map[string]cluster.Cluster{}, errs: map[string]error{}}
+}
+
+// clusterConfig is where the scenario's cluster sections say the
+// clusters are.
+func clusterConfig(spec *scenario.Spec) cluster.Config {
+	var cfg cluster.Config
+	if s := spec.Swarm; s != nil {
+		cfg.Swarm = &cluster.Swarm{Manager: s.Manager, CA: s.CA, Cert: s.Cert, Key: s.Key, Nodes: s.Nodes, Image: s.Image, ControlPort: s.ControlPort}
+	}
+	return cfg
 }
 
 func (cs *clusters) get(ctx context.Context, prefix string, open cluster.Opener) (cluster.Cluster, error) {
@@ -36,7 +46,7 @@ func (cs *clusters) get(ctx context.Context, prefix string, open cluster.Opener)
 	if cl, done := cs.open[prefix]; done {
 		return cl, cs.errs[prefix]
 	}
-	cl, err := open(ctx, cs.spec)
+	cl, err := open(ctx, cs.cfg)
 	cs.open[prefix], cs.errs[prefix] = cl, err
 	return cl, err
 }
