@@ -26,7 +26,7 @@ type Config struct {
 	Swarm *Swarm
 }
 
-// Swarm is where a Docker Swarm is and which of its nodes to use.
+// Swarm is where the swarm is and which nodes to use.
 type Swarm struct {
 	// Manager is a manager node's Engine API: unix:///path or tcp://HOST:PORT.
 	Manager string
@@ -35,8 +35,8 @@ type Swarm struct {
 	// Nodes are node host names or IDs: servers go on the first, clients
 	// on the second (or the first, in chc).
 	Nodes []string
-	// Image is cnbench's image, present on every node; empty means the
-	// one this build names.
+	// Image is cnbench's image, present on every node (the driver's
+	// default where empty).
 	Image string
 	// ControlPort is the first of the ports the endpoints' agents listen
 	// on, one per endpoint; 0 means the driver's default.
