@@ -23,7 +23,8 @@ import (
 	"time"
 
 	"cnbench/internal/cleanup"
-	"cnbench/internal/mode"
+	"cnbench/internal/mode/kernel"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
 )
@@ -94,7 +95,7 @@ func cnbenchRound(token netns.Token, n int) (timing, error) {
 	if err != nil {
 		return timing{}, err
 	}
-	d, _ := mode.Lookup(mode.Bridge)
+	d, _ := modes.Lookup(kernel.Bridge)
 	m := d.New(t)
 	start := time.Now()
 	for i := range n {

@@ -30,8 +30,8 @@ import (
 
 	"cnbench/internal/driver"
 	"cnbench/internal/engine"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	modetable "cnbench/internal/modes"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
@@ -83,7 +83,7 @@ workloads:
 engines: [native, iperf3, netperf, sockperf]
 `, duration.Milliseconds(), samples, modes, place)
 	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
-		Modes: mode.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
+		Modes: modetable.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
 	})
 	if err != nil {
 		return err

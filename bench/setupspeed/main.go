@@ -27,6 +27,7 @@ import (
 
 	"cnbench/internal/cleanup"
 	"cnbench/internal/mode"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
 )
@@ -59,7 +60,7 @@ func run(n, rounds int, ways []string) (err error) {
 	fmt.Printf("%d endpoints on one emulated host, median of %d rounds\n\n", n, rounds)
 	fmt.Printf("%-20s %14s %14s %12s %14s\n", "way", "first endpoint", "per endpoint", "teardown", "teardown/ep")
 	for _, way := range ways {
-		d, ok := mode.Lookup(way)
+		d, ok := modes.Lookup(way)
 		if !ok {
 			return fmt.Errorf("unknown mode %q", way)
 		}

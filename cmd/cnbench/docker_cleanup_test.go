@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"cnbench/internal/cleanup"
-	"cnbench/internal/mode"
+	dockermode "cnbench/internal/mode/docker"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
 )
@@ -34,14 +35,14 @@ workloads: [tcp_stream]
 // hierarchy, the namespaces and the records.
 func TestDockerAndCNILeftoversAfterSIGKILL(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, name := range []string{mode.DockerPublish, "cni:bridge-portmap"} {
-		d, _ := mode.Lookup(name)
+	for _, name := range []string{dockermode.DockerPublish, "cni:bridge-portmap"} {
+		d, _ := modes.Lookup(name)
 		if err := d.Check("chhc"); err != nil {
 			t.Skipf("skipped: %s: %v", name, err)
 		}
 	}
 	bin := buildBinary(t)
-	for _, name := range []string{mode.DockerPublish, "cni:bridge-portmap"} {
+	for _, name := range []string{dockermode.DockerPublish, "cni:bridge-portmap"} {
 		t.Run(name, func(t *testing.T) { killAndClean(t, bin, name) })
 	}
 }

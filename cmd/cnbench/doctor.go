@@ -16,6 +16,7 @@ import (
 	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/placement"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
@@ -47,8 +48,8 @@ is unsupported is stored as skipped with the same reason.`,
 				fmt.Fprintf(w, "cpu accounting\tok (%s at %s)\n", kind, h.Root)
 			}
 			fmt.Fprintln(w, "\t")
-			for _, name := range mode.Names() {
-				d, _ := mode.Lookup(name)
+			for _, name := range modes.Names() {
+				d, _ := modes.Lookup(name)
 				var err error
 				if root {
 					err = d.Available()
@@ -103,8 +104,8 @@ func writeModeMatrix(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "\nmode\\topology\t%s\n", strings.Join(topo.Kinds, "\t"))
 	var notes []string
-	for _, name := range mode.Names() {
-		d, _ := mode.Lookup(name)
+	for _, name := range modes.Names() {
+		d, _ := modes.Lookup(name)
 		row := []string{name}
 		for _, t := range topo.Kinds {
 			err := d.Check(t)

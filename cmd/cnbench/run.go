@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cnbench/internal/driver"
-	"cnbench/internal/mode"
+	"cnbench/internal/modes"
 	"cnbench/internal/report"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
@@ -28,7 +28,7 @@ const defaultDB = "cnbench.db"
 // vocabulary is what scenarios may name: what this build can run.
 func vocabulary() scenario.Vocabulary {
 	return scenario.Vocabulary{
-		Modes:      append(mode.Names(), mode.Patterns()...),
+		Modes:      append(modes.Names(), modes.Patterns()...),
 		Topologies: topo.Kinds,
 		Workloads:  workload.Names(),
 		Engines:    driver.Names(),
@@ -90,7 +90,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.DurationVar(&f.warmup, "warmup", 0, "discarded warm-up before each case's samples (overrides the scenario)")
 	fl.IntVar(&f.samples, "samples", 0, "samples per case (overrides the scenario)")
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
-	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(mode.Names(), ","))
+	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(modes.Names(), ","))
 	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(topo.Kinds, ","))
 	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(workload.Names(), ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")

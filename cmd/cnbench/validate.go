@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"cnbench/internal/mode"
+	"cnbench/internal/modes"
 	"cnbench/internal/placement"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
@@ -163,8 +163,8 @@ func defaultValidatePlacement() string {
 // supportedModes lists the modes this machine can build.
 func supportedModes() []string {
 	var ok []string
-	for _, name := range mode.Names() {
-		if d, _ := mode.Lookup(name); d.Available() == nil {
+	for _, name := range modes.Names() {
+		if d, _ := modes.Lookup(name); d.Available() == nil {
 			ok = append(ok, name)
 		}
 	}

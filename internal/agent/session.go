@@ -21,6 +21,7 @@ import (
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/netstat"
 	"cnbench/internal/topo"
@@ -128,7 +129,7 @@ func (s *session) placeEndpoint(a *Server, req EndpointRequest) (EndpointRespons
 	if req.Addr != "" || len(req.Peers) > 0 {
 		return EndpointResponse{}, refused("addr and peers apply only to an agent inside a container")
 	}
-	d, ok := mode.Lookup(req.Mode)
+	d, ok := modes.Lookup(req.Mode)
 	if !ok {
 		return EndpointResponse{}, refused("unknown mode %q", req.Mode)
 	}

@@ -5,8 +5,8 @@
 // endpoints exactly as it drives agents on machines. Docker Swarm is one
 // driver (package swarm); another cluster, such as Kubernetes, is another
 // package that registers itself here, a section of the scenario that
-// names the cluster, and its modes in package mode, with no change to the
-// runner.
+// names the cluster, a field of Config that the runner fills from it, and
+// its modes' rows in the cluster family (package mode/cluster).
 package cluster
 
 import (
@@ -18,8 +18,30 @@ import (
 	"sync"
 
 	"cnbench/internal/netns"
-	"cnbench/internal/scenario"
 )
+
+// Config says where the clusters of a run are: one field per kind of
+// cluster, nil where the run names none of that kind.
+type Config struct {
+	Swarm *Swarm
+}
+
+// Swarm is where the swarm is and which nodes to use.
+type Swarm struct {
+	// Manager is a manager node's Engine API: unix:///path or tcp://HOST:PORT.
+	Manager string
+	// CA, Cert and Key secure a tcp Manager as docker --tlsverify does.
+	CA, Cert, Key string
+	// Nodes are node host names or IDs: servers go on the first, clients
+	// on the second (or the first, in chc).
+	Nodes []string
+	// Image is cnbench's image, present on every node (the driver's
+	// default where empty).
+	Image string
+	// ControlPort is the first of the ports the endpoints' agents listen
+	// on, one per endpoint; 0 means the driver's default.
+	ControlPort int
+}
 
 // Endpoint is one deployed endpoint.
 type Endpoint struct {
@@ -53,9 +75,9 @@ type Cluster interface {
 	Close() error
 }
 
-// Opener connects to the cluster a scenario names; it returns nil and no
-// error when the scenario names none of its kind.
-type Opener func(ctx context.Context, spec *scenario.Spec) (Cluster, error)
+// Opener connects to the cluster cfg names; it returns nil and no error
+// when cfg names none of its kind.
+type Opener func(ctx context.Context, cfg Config) (Cluster, error)
 
 var (
 	mu      sync.Mutex

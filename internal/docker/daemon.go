@@ -34,6 +34,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"cnbench/internal/cleanup"
+	"cnbench/internal/daemon"
 	"cnbench/internal/netns"
 )
 
@@ -65,15 +66,7 @@ type Daemon struct {
 
 	token netns.Token
 	role  string
-	procs []*process // containerd, then dockerd
-}
-
-// process is a daemon process cnbench started.
-type process struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	waited <-chan struct{}
+	procs []*daemon.Process // containerd, then dockerd
 }
 
 // Start runs containerd and dockerd inside ns, with role (such as "h1")
@@ -106,10 +99,10 @@ func Start(ns *netns.NS, tok netns.Token, role string, cfg Config) (d *Daemon, e
 	if err != nil {
 		return nil, err
 	}
-	if err := ctrd.waitFor(d.path("containerd.sock"), 20*time.Second); err != nil {
+	if err := ctrd.WaitFor(d.path("containerd.sock"), 20*time.Second); err != nil {
 		return nil, err
 	}
-	args := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(ctrd.cmd.Process.Pid) + "/ns/mnt", "--", "dockerd",
+	args := []string{"nsenter", "--mount=/proc/" + strconv.Itoa(ctrd.Cmd.Process.Pid) + "/ns/mnt", "--", "dockerd",
 		"--containerd=" + d.path("containerd.sock"),
 		"--containerd-namespace=" + tok.Name(role),
 		"--containerd-plugins-namespace=" + tok.Name(role+"-plugins"),
@@ -132,7 +125,7 @@ func Start(ns *netns.NS, tok netns.Token, role string, cfg Config) (d *Daemon, e
 	if err != nil {
 		return nil, err
 	}
-	if err := dockerd.waitFor(d.path("docker.sock"), 60*time.Second); err != nil {
+	if err := dockerd.WaitFor(d.path("docker.sock"), 60*time.Second); err != nil {
 		return nil, err
 	}
 	d.Client, err = client.NewClientWithOpts(client.WithHost("unix://"+d.path("docker.sock")), client.WithAPIVersionNegotiation())
@@ -146,8 +139,8 @@ func Start(ns *netns.NS, tok netns.Token, role string, cfg Config) (d *Daemon, e
 			return d, nil
 		}
 		select {
-		case <-dockerd.waited:
-			return nil, fmt.Errorf("dockerd in %q exited: %s", ns.Name, dockerd.tail())
+		case <-dockerd.Exited():
+			return nil, fmt.Errorf("dockerd in %q exited: %s", ns.Name, dockerd.Tail())
 		case <-ctx.Done():
 			return nil, fmt.Errorf("dockerd in %q does not answer: %w", ns.Name, err)
 		case <-time.After(50 * time.Millisecond):
@@ -186,28 +179,18 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 	)
 }
 
-// start forks a daemon from a thread inside the host's namespace, so it
-// is born there, with a parent-death signal, and records it so that a
-// sweep finds it should the run die without stopping it.
-func (d *Daemon) start(name string, unshare uintptr, args ...string) (*process, error) {
-	p := &process{name: name, cmd: exec.Command(args[0], args[1:]...), log: d.path(name + ".log")}
-	log, err := os.Create(p.log)
-	if err != nil {
-		return nil, fmt.Errorf("%s log in %s: %w", name, d.Dir, err)
+// start forks a daemon inside the host's namespace (package daemon).
+func (d *Daemon) start(name string, unshare uintptr, args ...string) (*daemon.Process, error) {
+	p, err := daemon.Start(daemon.Spec{
+		Name: name, NS: d.NS, Token: d.token, Record: d.recordName(name),
+		Dir: d.Dir, Log: d.path(name + ".log"), Args: args, Unshare: unshare,
+		// The daemons find their helpers (runc, the shim, iptables,
+		// docker-proxy) on PATH; sbin is often missing from a user's.
+		Env: []string{"PATH=" + os.Getenv("PATH") + ":/usr/local/sbin:/usr/sbin:/sbin"},
+	})
+	if p != nil {
+		d.procs = append(d.procs, p)
 	}
-	defer log.Close()
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.Dir = d.Dir
-	// The daemons find their helpers (runc, the shim, iptables,
-	// docker-proxy) on PATH; sbin is often missing from a user's.
-	p.cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/sbin:/usr/sbin:/sbin")
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Unshareflags: unshare}
-	waited, err := cleanup.StartDaemon(d.NS, p.cmd, d.token, d.recordName(name), d.Dir)
-	if waited == nil {
-		return nil, err
-	}
-	p.waited = waited
-	d.procs = append(d.procs, p)
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +210,7 @@ func (d *Daemon) Stop() error {
 		d.Client.Close()
 		d.Client = nil
 	}
-	for i := len(d.procs) - 1; i >= 0; i-- {
-		p := d.procs[i]
-		cleanup.StopDaemon(p.cmd.Process, p.waited, 10*time.Second)
-		errs = append(errs, cleanup.ForgetDaemon(d.token, d.recordName(p.name)))
-	}
+	errs = append(errs, daemon.StopAll(d.procs, 10*time.Second))
 	d.procs = nil
 	errs = append(errs, cleanup.RemoveCgroupTree(d.CgroupParent))
 	if err := os.RemoveAll(d.Dir); err != nil {
@@ -270,32 +249,4 @@ func (d *Daemon) Iptables(args ...string) error {
 		return fmt.Errorf("iptables %s in %q: %w: %s", strings.Join(args, " "), d.NS.Name, err, strings.TrimSpace(out.String()))
 	}
 	return nil
-}
-
-// waitFor waits until path exists, or the daemon has exited.
-func (p *process) waitFor(path string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		select {
-		case <-p.waited:
-			return fmt.Errorf("%s exited before creating %s: %s", p.name, path, p.tail())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not create %s within %v: %s", p.name, path, limit, p.tail())
-		}
-	}
-}
-
-// tail is the end of what the process logged.
-func (p *process) tail() string {
-	data, _ := os.ReadFile(p.log)
-	s := strings.TrimSpace(string(data))
-	if len(s) > 600 {
-		s = "..." + s[len(s)-600:]
-	}
-	return s
 }

@@ -79,7 +79,7 @@ func TestPrivateDaemon(t *testing.T) {
 	dir, parent := d.Dir, d.CgroupParent
 	var pids []int
 	for _, p := range d.procs {
-		pids = append(pids, p.cmd.Process.Pid)
+		pids = append(pids, p.Cmd.Process.Pid)
 	}
 	stopped := false
 	defer func() {

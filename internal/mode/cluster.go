@@ -9,9 +9,9 @@ import "fmt"
 // skipped with this reason.
 var ErrNeedsCluster = fmt.Errorf("%w: a cluster mode runs on a cluster", ErrUnsupported)
 
-// needsCluster is the Available of the modes of a cluster that the
+// NeedsCluster is the Available of the modes of a cluster that the
 // scenario's section names.
-func needsCluster(section string) func() error {
+func NeedsCluster(section string) func() error {
 	return func() error {
 		return fmt.Errorf("%w: name one in the scenario's %s section", ErrNeedsCluster, section)
 	}

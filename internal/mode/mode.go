@@ -1,14 +1,20 @@
-// Package mode connects endpoints to their hosts. Each network mode lives
-// in a file of its own behind the small Mode interface and registers itself
-// in registry.go; adding a mode means adding that file, its test and one
-// registry line.
+// Package mode is the contract between cnbench's network modes and the
+// rest of it: the small Mode interface every mode implements, the
+// Descriptor that is one row of the mode table, the Table type, the
+// errors that make a case a skip rather than a failure, and the kernel
+// probes modes share.
+//
+// The implementations live in sub-packages by family: kernel (host, veth,
+// bridge, macvlan, ipvlan, ovs, nat, overlay), docker (docker:*), cni
+// (cni:FILE) and cluster (swarm:*). Each family exports its rows, and
+// package modes puts them in the one table that every other package
+// reads. Adding a mode is one file in its family and one row.
 package mode
 
 import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sort"
 
 	"cnbench/internal/model"
 	"cnbench/internal/topo"
@@ -29,10 +35,33 @@ type Mode interface {
 	Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error)
 }
 
-// Descriptor describes a mode to the registry.
+// Publisher is a mode that must know a server's ports before it creates
+// the server's endpoint: `docker run -p` and `--expose` are fixed when the
+// container is created, and the CNI portmap plugin takes its mappings
+// when the network is added. The runner calls Publish before placing
+// endpoints, and the engine then listens on exactly those ports; Expose
+// serves only them.
+type Publisher interface {
+	Publish(ports ...int)
+}
+
+// Family is the sub-package a mode's implementation lives in.
+type Family string
+
+// The families of modes.
+const (
+	Kernel  Family = "kernel"  // built from the kernel's parts by cnbench itself
+	Docker  Family = "docker"  // built by a private dockerd
+	CNI     Family = "cni"     // built by CNI plugins from a configuration
+	Cluster Family = "cluster" // deployed on an existing cluster's nodes
+)
+
+// Descriptor is one row of the mode table: every fact about a mode that
+// other packages need, written once.
 type Descriptor struct {
 	Name    string
 	Summary string
+	Family  Family
 	// Available returns nil if this machine can build the mode, or an
 	// error wrapping ErrUnsupported that says why not.
 	Available func() error
@@ -43,7 +72,34 @@ type Descriptor struct {
 	// Record fills in what the mode decides for itself, such as the OVS
 	// datapath, so that it is stored with the case; nil if nothing.
 	Record func(p *model.Params)
-	New    func(t *topo.Topology) Mode
+	// New makes the mode for a topology.
+	New func(t *topo.Topology) Mode
+	// Guests says whether VM guests build the mode, and with what.
+	Guests Guests
+	// Uncounted are the kinds of link the mode creates that a frame
+	// crosses on its way to another link of the same namespace (bridges,
+	// VTEPs): their counters are not traffic of their own.
+	Uncounted []string
+	// Addresses is where the mode's endpoints take their addresses from.
+	Addresses topo.Addressing
+
+	// guestModes are the table's modes built in guests, for Check's
+	// reasons; Table.Lookup fills them in.
+	guestModes []string
+}
+
+// Guests is what a mode needs of VM guests.
+type Guests struct {
+	// Build is true for a mode the guest's agent builds inside the guest.
+	Build bool
+	// Modules are the guest kernel's modules the mode's links need.
+	Modules []string
+	// Why a mode is not built in guests; empty says only that guests
+	// build the others.
+	Why string
+	// Supports rules out VM topologies where the mode cannot work by its
+	// nature, beyond what Supports rules out; nil rules out none.
+	Supports func(topology string) error
 }
 
 // Check reports whether a case of this mode in the topology can be built
@@ -79,46 +135,15 @@ type kindOfError struct {
 func (e *kindOfError) Error() string { return e.msg }
 func (e *kindOfError) Unwrap() error { return e.parent }
 
-func notApplicable(format string, args ...any) error {
+// NotApplicable is an error wrapping ErrNotApplicable with the reason.
+func NotApplicable(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotApplicable, fmt.Sprintf(format, args...))
 }
 
-func unsupported(format string, args ...any) error {
+// Unsupported is an error wrapping ErrUnsupported with the reason.
+func Unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
-var registry = map[string]Descriptor{}
-
-func register(d Descriptor) {
-	if _, dup := registry[d.Name]; dup {
-		panic("mode registered twice: " + d.Name)
-	}
-	registry[d.Name] = d
-}
-
-// Lookup returns the descriptor of a mode by name; a cni: mode's is made
-// from the configuration it names.
-func Lookup(name string) (Descriptor, bool) {
-	d, ok := registry[name]
-	if !ok {
-		return lookupCNI(name)
-	}
-	return d, ok
-}
-
-// Names lists the registered modes, host first, then alphabetically.
-func Names() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if (names[i] == Host) != (names[j] == Host) {
-			return names[i] == Host
-		}
-		return names[i] < names[j]
-	})
-	return names
-}
-
-func always() error { return nil }
+// Always is the Available of a mode every machine can build.
+func Always() error { return nil }

@@ -20,9 +20,9 @@ var (
 	probeCache = map[string]error{}
 )
 
-// probe runs fn once per key in a scratch namespace holding a veth pair
+// Probe runs fn once per key in a scratch namespace holding a veth pair
 // whose end "p0" is up, and caches the verdict.
-func probe(key string, fn func(ns *netns.NS, h *netlink.Handle, parent netlink.Link) error) error {
+func Probe(key string, fn func(ns *netns.NS, h *netlink.Handle, parent netlink.Link) error) error {
 	probeMu.Lock()
 	defer probeMu.Unlock()
 	if err, done := probeCache[key]; done {
@@ -57,31 +57,11 @@ func runProbe(fn func(ns *netns.NS, h *netlink.Handle, parent netlink.Link) erro
 	return fn(ns, h, parent)
 }
 
-// linkKindAvailable reports whether the kernel can create a link of the
-// named mode ("macvlan:private", "ipvlan:l3") on top of a veth.
-func linkKindAvailable(name string) error {
-	return probe("link:"+name, func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
-		attrs := netlink.LinkAttrs{Name: "x0", ParentIndex: parent.Attrs().Index}
-		var link netlink.Link
-		if mode, ok := macvlanModes[name]; ok {
-			link = &netlink.Macvlan{LinkAttrs: attrs, Mode: mode}
-		} else if mode, ok := ipvlanModes[name]; ok {
-			link = &netlink.IPVlan{LinkAttrs: attrs, Mode: mode}
-		} else {
-			return fmt.Errorf("probe link %q: no probe for it", name)
-		}
-		if err := h.LinkAdd(link); err != nil {
-			return kernelLacks(name+" links", err)
-		}
-		return nil
-	})
-}
-
-// kernelLacks turns the errors the kernel gives for a missing feature into
+// KernelLacks turns the errors the kernel gives for a missing feature into
 // ErrUnsupported, and leaves other failures as they are.
-func kernelLacks(what string, err error) error {
+func KernelLacks(what string, err error) error {
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EPROTONOSUPPORT) {
-		return unsupported("the kernel cannot create %s (%v)", what, err)
+		return Unsupported("the kernel cannot create %s (%v)", what, err)
 	}
 	return fmt.Errorf("probe %s: %w", what, err)
 }

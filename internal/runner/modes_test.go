@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"cnbench/internal/cleanup"
-	"cnbench/internal/mode"
+	"cnbench/internal/mode/kernel"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/report"
@@ -27,7 +28,7 @@ name: modes
 duration: 200ms
 warmup: 0s
 samples: 1
-modes: [`+strings.Join(mode.Names(), ", ")+`]
+modes: [`+strings.Join(modes.Names(), ", ")+`]
 topologies:
   - chc
   - {name: chhc, mtu: 9000, gro: off, gso: off, tso: off, tx_checksum: off}
@@ -35,12 +36,12 @@ topologies:
 workloads: [tcp_stream]
 placement: same_node
 `)
-	if want := len(mode.Names()) * 3; len(res.Cases) != want {
+	if want := len(modes.Names()) * 3; len(res.Cases) != want {
 		t.Fatalf("%d cases, want %d", len(res.Cases), want)
 	}
 	measured := 0
 	for _, c := range res.Cases {
-		d, _ := mode.Lookup(c.Mode)
+		d, _ := modes.Lookup(c.Mode)
 		want := d.Check(c.Topology)
 		switch {
 		case want != nil && c.Status != model.StatusSkipped:
@@ -83,8 +84,8 @@ placement: same_node
 		if c.Topology == topo.CHHC && (p["gro"] != "off" || p["tso"] != "off" || p["tx_checksum"] != "off" || p["mtu"] != 9000.0) {
 			t.Errorf("%s/%s: host controls not in the JSON params: %v", c.Mode, c.Topology, p)
 		}
-		if d, _ := mode.Lookup(mode.OVS); c.Mode == mode.OVS && d.Available() == nil {
-			if dp := p["datapath"]; dp != mode.DatapathKernel && dp != mode.DatapathUserspace {
+		if d, _ := modes.Lookup(kernel.OVS); c.Mode == kernel.OVS && d.Available() == nil {
+			if dp := p["datapath"]; dp != kernel.DatapathKernel && dp != kernel.DatapathUserspace {
 				t.Errorf("ovs/%s: datapath %v in the JSON params", c.Topology, dp)
 			}
 		}

@@ -8,8 +8,8 @@ import (
 
 	"cnbench/internal/cleanup"
 	"cnbench/internal/driver"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
@@ -49,7 +49,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	}
 	// The stored document is the expanded scenario; it must still parse,
 	// or this build could not run the cases it names.
-	vocab := scenario.Vocabulary{Modes: append(mode.Names(), mode.Patterns()...), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
+	vocab := scenario.Vocabulary{Modes: append(modes.Names(), modes.Patterns()...), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
 	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), vocab)
 	if err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)

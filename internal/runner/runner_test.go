@@ -14,8 +14,8 @@ import (
 	"cnbench/internal/awake"
 	"cnbench/internal/driver"
 	"cnbench/internal/engine"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
@@ -113,7 +113,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func vocab() scenario.Vocabulary {
-	return scenario.Vocabulary{Modes: mode.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
+	return scenario.Vocabulary{Modes: modes.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
 }
 
 // TestEveryModeTopologyAndWorkload runs the whole core matrix with short

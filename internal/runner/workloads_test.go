@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"cnbench/internal/driver"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	modetable "cnbench/internal/modes"
 	"cnbench/internal/workload"
 )
 
@@ -35,8 +35,8 @@ func measured(t *testing.T, c model.CaseResult) (map[string]float64, bool) {
 // skipped because the machine lacks its mode.
 func TestEveryWorkloadInEveryMode(t *testing.T) {
 	var modes []string
-	for _, name := range mode.Names() {
-		d, _ := mode.Lookup(name)
+	for _, name := range modetable.Names() {
+		d, _ := modetable.Lookup(name)
 		if err := d.Check("chc"); err != nil {
 			t.Logf("%s: %v", name, err)
 			continue

@@ -19,7 +19,7 @@ import (
 // Clusters places cases of cluster modes (swarm:*) on the clusters a
 // scenario names, each connected on the first case of its modes.
 type Clusters struct {
-	spec  *scenario.Spec
+	cfg   cluster.Config
 	token netns.Token
 	mu    sync.Mutex
 	open  map[string]cluster.Cluster // by mode prefix
@@ -32,7 +32,7 @@ var _ Placer = (*Clusters)(nil)
 // come.
 // Deployments carry token in their names.
 func NewClusters(spec *scenario.Spec, token netns.Token) *Clusters {
-	return &Clusters{spec: spec, token: token, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
+	return &Clusters{cfg: clusterConfig(spec), token: token, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
 }
 
 // Shared is false: a cluster deploys each case's endpoints for that case.
@@ -44,9 +44,19 @@ func (cs *Clusters) get(ctx context.Context, prefix string, open cluster.Opener)
 	if cl, done := cs.open[prefix]; done {
 		return cl, cs.errs[prefix]
 	}
-	cl, err := open(ctx, cs.spec)
+	cl, err := open(ctx, cs.cfg)
 	cs.open[prefix], cs.errs[prefix] = cl, err
 	return cl, err
+}
+
+// clusterConfig is where the scenario's cluster sections say the
+// clusters are.
+func clusterConfig(spec *scenario.Spec) cluster.Config {
+	var cfg cluster.Config
+	if s := spec.Swarm; s != nil {
+		cfg.Swarm = &cluster.Swarm{Manager: s.Manager, CA: s.CA, Cert: s.Cert, Key: s.Key, Nodes: s.Nodes, Image: s.Image, ControlPort: s.ControlPort}
+	}
+	return cfg
 }
 
 // Close disconnects from every cluster.

@@ -35,7 +35,7 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	if err != nil {
 		return nil, err
 	}
-	m := plan.Mode.InTopology(t)
+	m := plan.Mode.New(t)
 	p, published := m.(mode.Publisher)
 	if published {
 		p.Publish(ports...)

@@ -10,6 +10,7 @@ import (
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/engine"
+	"cnbench/internal/modes"
 	"cnbench/internal/netstat"
 	"cnbench/internal/placement"
 	"cnbench/internal/topo"
@@ -147,9 +148,5 @@ func sumTraffic(links []netstat.Link) netstat.Counters { return netstat.Sum(link
 // count it twice; endpoints hold no such links, and in a host's own
 // namespace (the native baseline) the traffic is on lo or the NIC.
 func countsTraffic(l netstat.Link) bool {
-	switch l.Type {
-	case "bridge", "openvswitch", "vxlan":
-		return false
-	}
-	return !l.Enslaved
+	return !modes.Uncounted(l.Type) && !l.Enslaved
 }

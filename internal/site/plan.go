@@ -7,6 +7,7 @@ import (
 	"cnbench/internal/cluster"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
 	"cnbench/internal/scenario"
@@ -24,7 +25,7 @@ type Plan struct {
 // PlanFor checks that the case's mode can be built in its topology and
 // resolves its placement and host controls.
 func PlanFor(c *model.Case) (Plan, error) {
-	d, ok := mode.Lookup(c.Mode)
+	d, ok := modes.Lookup(c.Mode)
 	if !ok {
 		return Plan{}, fmt.Errorf("unknown mode %q", c.Mode)
 	}
@@ -52,7 +53,7 @@ func OnCluster(c *model.Case) bool {
 // machine before it is stored: what its mode decides for itself (the OVS
 // datapath) and the CPUs its placement pins the engines to.
 func RecordSettings(c *model.Case) {
-	if d, ok := mode.Lookup(c.Mode); ok && d.Record != nil {
+	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
 	}
 	if sender, receiver, err := pinning(c.Params); err == nil {

@@ -5,21 +5,19 @@ import (
 
 	"cnbench/internal/cluster"
 	"cnbench/internal/docker"
-	"cnbench/internal/mode"
-	"cnbench/internal/scenario"
+	modecluster "cnbench/internal/mode/cluster"
 )
 
-func init() { cluster.Register(mode.SwarmPrefix, open) }
+func init() { cluster.Register(modecluster.SwarmPrefix, open) }
 
-// open connects to the swarm a scenario's swarm section names.
-func open(ctx context.Context, spec *scenario.Spec) (cluster.Cluster, error) {
-	s := spec.Swarm
-	if s == nil {
+// open connects to the swarm cfg names.
+func open(ctx context.Context, cfg cluster.Config) (cluster.Cluster, error) {
+	if cfg.Swarm == nil {
 		return nil, nil
 	}
-	image := s.Image
-	if image == "" {
-		image = docker.ImageTag()
+	c := *cfg.Swarm
+	if c.Image == "" {
+		c.Image = docker.ImageTag()
 	}
-	return Connect(ctx, Config{Manager: s.Manager, CA: s.CA, Cert: s.Cert, Key: s.Key, Nodes: s.Nodes, Image: image, ControlPort: s.ControlPort})
+	return Connect(ctx, c)
 }

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
@@ -48,21 +47,9 @@ const (
 	DriverHost    = "host"    // the nodes' own network, the baseline
 )
 
-// Config is where the swarm is and which nodes to use.
-type Config struct {
-	// Manager is a manager node's Engine API: unix:///path or tcp://HOST:PORT.
-	Manager string
-	// CA, Cert and Key secure a tcp Manager as docker --tlsverify does.
-	CA, Cert, Key string
-	// Nodes are node host names or IDs: servers go on the first, clients
-	// on the second (or the first, in chc).
-	Nodes []string
-	// Image is cnbench's image, present on every node.
-	Image string
-	// ControlPort is the first of the ports the endpoints' agents listen
-	// on, one per endpoint; 0 means DefaultControlPort.
-	ControlPort int
-}
+// Config is where the swarm is and which nodes to use; Image names an
+// image present on every node.
+type Config = cluster.Swarm
 
 // DefaultControlPort is the first agent port on the nodes.
 const DefaultControlPort = 7441
@@ -417,18 +404,6 @@ func stopped(s swarm.TaskState) bool {
 		return true
 	}
 	return false
-}
-
-// Logs is the end of a service's output, to explain a failure.
-func (c *Cluster) Logs(ctx context.Context, serviceName string) string {
-	rc, err := c.cli.ServiceLogs(ctx, serviceName, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
-	if err != nil {
-		return ""
-	}
-	defer rc.Close()
-	buf := make([]byte, 4096)
-	n, _ := rc.Read(buf)
-	return string(buf[:n])
 }
 
 // Leftovers lists the services, secrets and networks of run tok that

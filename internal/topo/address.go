@@ -9,15 +9,18 @@ import (
 // a real network's.
 //
 //	198.18.0.0/16   the underlay: host i's NIC is 198.18.0.i; endpoints
-//	                that sit directly on the wire (macvlan) are 198.18.i.n
-//	198.19.i.0/24   the endpoints behind host i (veth, bridge, nat); the
-//	                host's side, the endpoints' gateway, is 198.19.i.254
+//	                that sit directly on the wire are 198.18.i.n
+//	198.19.i.0/24   the endpoints behind host i; the host's side, the
+//	                endpoints' gateway, is 198.19.i.254
 //	198.19.240.0/20 the overlay: one subnet across hosts; host i's
 //	                endpoints are 198.19.(240+i).n
 //
 // The routed topology splits the underlay into one segment per host:
 // 198.18.i.0/24, where host i's NIC is 198.18.i.253 and the router's
 // interface, the segment's gateway, is 198.18.i.254.
+//
+// Which of these a mode's endpoints take is a fact of its row in the mode
+// table (package modes), an Addressing.
 var (
 	Pool         = netip.MustParsePrefix("198.18.0.0/15")
 	UnderlayBits = 16
@@ -66,3 +69,37 @@ func OverlayAddr(host, n int) netip.Addr {
 
 // MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
 const MaxEndpointsPerHost = 250
+
+// Addressing is where a mode's endpoints take their addresses from.
+type Addressing string
+
+// The kinds of addressing in the plan above.
+const (
+	// HostAddresses: the endpoint is its host and has the host's address.
+	HostAddresses Addressing = "host"
+	// WireAddresses: 198.18.i.n, on the host's underlay segment.
+	WireAddresses Addressing = "wire"
+	// SubnetAddresses: 198.19.i.n, behind host i.
+	SubnetAddresses Addressing = "subnet"
+	// OverlayAddresses: 198.19.(240+i).n, in the subnet across hosts.
+	OverlayAddresses Addressing = "overlay"
+	// ExternalAddresses: numbered by others (a cluster's own networks),
+	// outside the plan.
+	ExternalAddresses Addressing = "external"
+)
+
+// Contains reports whether addr is one an endpoint on host h may have
+// under a; external addresses are anything.
+func (a Addressing) Contains(h *Host, addr netip.Addr) bool {
+	switch a {
+	case HostAddresses:
+		return addr == h.Addr
+	case WireAddresses:
+		return h.Segment.Contains(addr)
+	case SubnetAddresses:
+		return EndpointSubnet(h.Index).Contains(addr)
+	case OverlayAddresses:
+		return OverlaySubnet.Contains(addr)
+	}
+	return a == ExternalAddresses
+}

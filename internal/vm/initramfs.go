@@ -61,7 +61,7 @@ func BuildImage(dir, binary string) (*Image, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("build guest image: %w", err)
 	}
-	modules, err := moduleFiles(k, dir, guestModules)
+	modules, err := moduleFiles(k, dir, guestModules())
 	if err != nil {
 		return nil, err
 	}

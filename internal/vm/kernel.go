@@ -65,9 +65,21 @@ func compareVersions(a, b string) int {
 
 // guestModules are the modules the guest loads at boot: the virtio PCI
 // transport, its NIC and its serial ports (cnbench's control channel),
-// the links of the modes cnbench builds inside guests, and the netlink
-// families its netlink library opens a socket for in every namespace.
-var guestModules = []string{"virtio_pci", "virtio_net", "virtio_console", "veth", "bridge", "macvlan", "ipvlan", "xfrm_user", "nfnetlink"}
+// the links of the modes cnbench builds inside guests (ModeModules), and
+// the netlink families its netlink library opens a socket for in every
+// namespace.
+func guestModules() []string {
+	mods := []string{"virtio_pci", "virtio_net", "virtio_console"}
+	if ModeModules != nil {
+		mods = append(mods, ModeModules()...)
+	}
+	return append(mods, "xfrm_user", "nfnetlink")
+}
+
+// ModeModules lists the modules the links of the modes built inside
+// guests need, as the mode table says; the table (package modes), which
+// imports this package, sets it.
+var ModeModules func() []string
 
 // moduleFiles resolves modules and their dependencies to module files, in
 // the order they must be loaded. Debian's kernel package ships no

@@ -26,6 +26,7 @@ import (
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
+	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/netstat"
 	"cnbench/internal/topo"
@@ -273,10 +274,10 @@ func (a *agent) doEndpoint(modeName, name string) (vm.Reply, error) {
 	if _, dup := a.endpoints[name]; dup {
 		return vm.Reply{}, fmt.Errorf("endpoint %s exists already", name)
 	}
-	if !slices.Contains(mode.GuestModes, modeName) {
-		return vm.Reply{}, fmt.Errorf("%w: mode %s is not built inside guests (they build %s)", vm.ErrGuestUnsupported, modeName, strings.Join(mode.GuestModes, ", "))
+	if !slices.Contains(modes.GuestModes(), modeName) {
+		return vm.Reply{}, fmt.Errorf("%w: mode %s is not built inside guests (they build %s)", vm.ErrGuestUnsupported, modeName, strings.Join(modes.GuestModes(), ", "))
 	}
-	d, ok := mode.Lookup(modeName)
+	d, ok := modes.Lookup(modeName)
 	if !ok {
 		return vm.Reply{}, fmt.Errorf("unknown mode %q", modeName)
 	}

@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"cnbench/internal/mode"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
 )
@@ -32,19 +33,19 @@ const (
 
 type overlayMode struct {
 	t     *topo.Topology
-	n     counter
+	n     Counter
 	built bool
 }
 
-var _ Mode = (*overlayMode)(nil)
+var _ mode.Mode = (*overlayMode)(nil)
 
-func newOverlayMode(t *topo.Topology) Mode { return &overlayMode{t: t, n: counter{}} }
+func newOverlayMode(t *topo.Topology) mode.Mode { return &overlayMode{t: t, n: Counter{}} }
 
 func overlayAvailable() error {
-	return probe("link:vxlan", func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
+	return mode.Probe("link:vxlan", func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
 		vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: "x0"}, VxlanId: vxlanID, VtepDevIndex: parent.Attrs().Index, Port: vxlanPort}
 		if err := h.LinkAdd(vx); err != nil {
-			return kernelLacks("vxlan links", err)
+			return mode.KernelLacks("vxlan links", err)
 		}
 		return nil
 	})
@@ -52,6 +53,12 @@ func overlayAvailable() error {
 
 func (m *overlayMode) mtu() int { return m.t.MTU() - vxlanOverhead }
 
+// Endpoint places an endpoint on host h's overlay bridge, building every
+// host's bridge and VTEP first (buildHost).
+//
+// Equivalent to: ip -n HOST link add v-NAME mtu M type veth peer name eth0
+// netns EP; ip -n HOST link set v-NAME master br0; ip -n EP addr add
+// 198.19.240+I.N/20 dev eth0
 func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if !m.built {
 		// Every VTEP must know every other before the first frame.
@@ -62,7 +69,7 @@ func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 		}
 		m.built = true
 	}
-	idx, err := m.n.next(h)
+	idx, err := m.n.Next(h)
 	if err != nil {
 		return nil, err
 	}
@@ -145,5 +152,5 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 }
 
 func (m *overlayMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+	return Direct(ep, port)
 }

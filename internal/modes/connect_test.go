@@ -1,16 +1,17 @@
-package mode
+package modes_test
 
 import (
 	"errors"
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
-	"cnbench/internal/cleanup"
-	"cnbench/internal/netns"
+	"cnbench/internal/mode"
+	"cnbench/internal/mode/kernel"
+	"cnbench/internal/mode/modetest"
+	"cnbench/internal/modes"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 )
@@ -22,20 +23,20 @@ import (
 // those reasons.
 func TestEveryModeConnects(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, name := range Names() {
+	for _, name := range modes.Names() {
 		for _, kind := range topo.Kinds {
 			if topo.IsVM(kind) {
 				continue // they boot guests; internal/runner's VM tests build them
 			}
 			t.Run(name+"/"+kind, func(t *testing.T) {
-				d, _ := Lookup(name)
+				d, _ := modes.Lookup(name)
 				if err := d.Check(kind); err != nil {
-					if errors.Is(err, ErrUnsupported) {
+					if errors.Is(err, mode.ErrUnsupported) {
 						t.Skipf("skipped: %v", err)
 					}
 					t.Fatal(err)
 				}
-				tp, m := buildForTest(t, d, kind, topo.Options{})
+				tp, m := modetest.Build(t, d, kind, topo.Options{})
 				server, err := m.Endpoint(tp.HostFor(true), "s1")
 				if err != nil {
 					t.Fatal(err)
@@ -44,69 +45,17 @@ func TestEveryModeConnects(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				transfer(t, m, server, client)
+				transfer(t, name, m, server, client)
 			})
 		}
 	}
 }
 
-// buildForTest builds a topology for mode d and checks, when the test
-// ends, that closing it leaves no namespace and no daemon of its token.
-func buildForTest(t *testing.T, d Descriptor, kind string, opts topo.Options) (*topo.Topology, Mode) {
-	t.Helper()
-	token := netns.NewToken()
-	tp, err := topo.Build(kind, token, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		daemons, _ := cleanup.Daemons(token)
-		if err := tp.Close(); err != nil {
-			t.Error(err)
-		}
-		left, _ := netns.List()
-		for _, n := range left {
-			if netns.TokenOf(n) == token {
-				t.Errorf("namespace %s left after Close", n)
-			}
-		}
-		for _, dm := range daemons {
-			if dm.Alive() {
-				t.Errorf("daemon %s (pid %d) left running after Close", dm.Name, dm.PID)
-			}
-			if _, err := os.Stat(dm.Dir); err == nil {
-				t.Errorf("daemon directory %s left after Close", dm.Dir)
-			}
-		}
-		if still, _ := cleanup.Daemons(token); len(still) > 0 {
-			t.Errorf("daemon records left after Close: %v", still)
-		}
-	})
-	m := d.New(tp)
-	if p, ok := m.(Publisher); ok {
-		p.Publish(testPublishedPort)
-	}
-	return tp, m
-}
-
-// testPublishedPort is where servers listen in modes that publish their
-// port when the server's endpoint is created.
-const testPublishedPort = 5301
-
-// listenPort is the port a test server listens on in mode m: the published
-// one for a Publisher, any otherwise.
-func listenPort(m Mode) int {
-	if _, ok := m.(Publisher); ok {
-		return testPublishedPort
-	}
-	return 0
-}
-
-func transfer(t *testing.T, m Mode, server, client *topo.Endpoint) {
+func transfer(t *testing.T, name string, m mode.Mode, server, client *topo.Endpoint) {
 	t.Helper()
 	var ln net.Listener
 	if err := server.NS.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, uint16(listenPort(m))).String())
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, uint16(modetest.ListenPort(m))).String())
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -117,7 +66,7 @@ func transfer(t *testing.T, m Mode, server, client *topo.Endpoint) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, isNAT := m.(*natMode); isNAT && target.Addr() != server.Host.Addr {
+	if name == kernel.NAT && target.Addr() != server.Host.Addr {
 		t.Fatalf("nat exposes %s, want the server host's address %s", target, server.Host.Addr)
 	}
 	got := make(chan string, 1)

@@ -1,10 +1,11 @@
-package mode
+package kernel
 
 import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/mode"
 	"cnbench/internal/topo"
 )
 
@@ -19,29 +20,29 @@ import (
 // The mode belongs to the NIC, not to the link: creating an ipvlan in one
 // mode switches every ipvlan on that NIC to it, so L2 and L3 endpoints
 // cannot share a NIC. A topology is built for one mode, so they never do.
-const IPVlan = "ipvlan"
+const (
+	IPVlan    = "ipvlan"
+	IPVlanL3  = IPVlan + ":l3"
+	IPVlanL3S = IPVlan + ":l3s"
+)
 
 // ipvlanModes maps each variant's name to the kernel's mode.
 var ipvlanModes = map[string]netlink.IPVlanMode{
-	IPVlan:          netlink.IPVLAN_MODE_L2,
-	IPVlan + ":l3":  netlink.IPVLAN_MODE_L3,
-	IPVlan + ":l3s": netlink.IPVLAN_MODE_L3S,
+	IPVlan:    netlink.IPVLAN_MODE_L2,
+	IPVlanL3:  netlink.IPVLAN_MODE_L3,
+	IPVlanL3S: netlink.IPVLAN_MODE_L3S,
 }
 
 type ipvlanMode struct {
 	t    *topo.Topology
-	n    counter
+	n    Counter
 	mode netlink.IPVlanMode
 }
 
-var _ Mode = (*ipvlanMode)(nil)
+var _ mode.Mode = (*ipvlanMode)(nil)
 
-func newIPVlanMode(name string) func(t *topo.Topology) Mode {
-	return func(t *topo.Topology) Mode { return &ipvlanMode{t: t, n: counter{}, mode: ipvlanModes[name]} }
-}
-
-func ipvlanAvailable(name string) func() error {
-	return func() error { return linkKindAvailable(name) }
+func newIPVlanMode(name string) func(t *topo.Topology) mode.Mode {
+	return func(t *topo.Topology) mode.Mode { return &ipvlanMode{t: t, n: Counter{}, mode: ipvlanModes[name]} }
 }
 
 // Endpoint creates the ipvlan on the host's NIC straight inside the
@@ -58,7 +59,7 @@ func (m *ipvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error)
 	if m.mode == netlink.IPVLAN_MODE_L2 {
 		return wireEndpoint(m.t, h, name, m.n, newLink)
 	}
-	idx, err := m.n.next(h)
+	idx, err := m.n.Next(h)
 	if err != nil {
 		return nil, err
 	}
@@ -80,5 +81,5 @@ func (m *ipvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error)
 }
 
 func (m *ipvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+	return Direct(ep, port)
 }

@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/mode"
 	"cnbench/internal/topo"
 )
 
@@ -20,27 +21,32 @@ const bridgeName = "br0"
 
 type bridgeMode struct {
 	t       *topo.Topology
-	n       counter
+	n       Counter
 	bridges map[int]netlink.Link
 }
 
-var _ Mode = (*bridgeMode)(nil)
+var _ mode.Mode = (*bridgeMode)(nil)
 
-func newBridgeMode(t *topo.Topology) Mode {
-	return &bridgeMode{t: t, n: counter{}, bridges: map[int]netlink.Link{}}
+func newBridgeMode(t *topo.Topology) mode.Mode {
+	return &bridgeMode{t: t, n: Counter{}, bridges: map[int]netlink.Link{}}
 }
 
+// Endpoint places an endpoint behind host h's bridge (bridgedEndpoint).
 func (m *bridgeMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	return bridgedEndpoint(m.t, h, name, m.n, m.bridges)
 }
 
 func (m *bridgeMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+	return Direct(ep, port)
 }
 
 // bridgedEndpoint places an endpoint behind host h's bridge, creating the
 // bridge on first use.
-func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, bridges map[int]netlink.Link) (*topo.Endpoint, error) {
+//
+// Equivalent to: ip -n HOST link add v-NAME type veth peer name eth0 netns EP;
+// ip -n HOST link set v-NAME master br0; ip -n EP addr add 198.19.I.N/24
+// dev eth0; ip -n EP route add default via 198.19.I.254
+func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bridges map[int]netlink.Link) (*topo.Endpoint, error) {
 	br, ok := bridges[h.Index]
 	if !ok {
 		var err error
@@ -49,7 +55,7 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, bri
 		}
 		bridges[h.Index] = br
 	}
-	idx, err := n.next(h)
+	idx, err := n.Next(h)
 	if err != nil {
 		return nil, err
 	}

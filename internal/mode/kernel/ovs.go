@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
-	"cnbench/internal/cleanup"
+	"cnbench/internal/daemon"
+	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
@@ -72,7 +72,7 @@ func ovsDatapath() string {
 func ovsAvailable() error {
 	for _, tool := range ovsTools {
 		if _, err := exec.LookPath(tool); err != nil {
-			return unsupported("Open vSwitch is not installed: %s is not on PATH (apt-get install openvswitch-switch)", tool)
+			return mode.Unsupported("Open vSwitch is not installed: %s is not on PATH (apt-get install openvswitch-switch)", tool)
 		}
 	}
 	return nil
@@ -86,20 +86,27 @@ func ovsRecord(p *model.Params) {
 
 type ovsMode struct {
 	t        *topo.Topology
-	n        counter
+	n        Counter
 	switches map[int]*ovsSwitch
 }
 
-var _ Mode = (*ovsMode)(nil)
+var _ mode.Mode = (*ovsMode)(nil)
 
-func newOVSMode(t *topo.Topology) Mode {
-	return &ovsMode{t: t, n: counter{}, switches: map[int]*ovsSwitch{}}
+func newOVSMode(t *topo.Topology) mode.Mode {
+	return &ovsMode{t: t, n: Counter{}, switches: map[int]*ovsSwitch{}}
 }
 
+// Endpoint places an endpoint on host h's Open vSwitch bridge, starting
+// the host's daemons first (startOVS).
+//
+// Equivalent to: ip -n HOST link add v-NAME type veth peer name eth0 netns EP;
+// ovs-vsctl --db=unix:D/db.sock add-port br0 v-NAME; ip -n EP addr add
+// 198.19.I.N/24 dev eth0; ip -n EP route add default via 198.19.I.254
+// (and, on the userspace datapath, ethtool -K v-NAME tx off; ethtool -K eth0 tx off)
 func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	userspace := ovsDatapath() == DatapathUserspace
 	if userspace && m.t.Opts.Offloads.TxChecksum == "on" {
-		return nil, notApplicable("the userspace datapath cannot finish offloaded checksums, so %s needs tx_checksum off", OVS)
+		return nil, mode.NotApplicable("the userspace datapath cannot finish offloaded checksums, so %s needs tx_checksum off", OVS)
 	}
 	sw, ok := m.switches[h.Index]
 	if !ok {
@@ -109,7 +116,7 @@ func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 		}
 		m.switches[h.Index] = sw
 	}
-	idx, err := m.n.next(h)
+	idx, err := m.n.Next(h)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +146,7 @@ func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 }
 
 func (m *ovsMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+	return Direct(ep, port)
 }
 
 // ovsSwitch is one host's pair of OVS daemons.
@@ -148,7 +155,7 @@ type ovsSwitch struct {
 	token netns.Token
 	dir   string
 	env   []string
-	procs []*daemon // in start order
+	procs []*daemon.Process // in start order
 }
 
 // startOVS starts host h's daemons and creates its bridge, registering
@@ -173,7 +180,6 @@ func startOVS(t *topo.Topology, h *topo.Host, dp string) (*ovsSwitch, error) {
 	for _, v := range []string{"OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"} {
 		sw.env = append(sw.env, v+"="+dir)
 	}
-	sw.env = append(os.Environ(), sw.env...)
 	t.OnClose(sw.stop)
 
 	db := filepath.Join(dir, "conf.db")
@@ -187,7 +193,7 @@ func startOVS(t *topo.Topology, h *topo.Host, dp string) (*ovsSwitch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := server.waitFor(sock, 5*time.Second); err != nil {
+	if err := server.WaitFor(sock, 5*time.Second); err != nil {
 		return nil, err
 	}
 	if err := sw.vsctl("--no-wait", "init"); err != nil {
@@ -219,7 +225,7 @@ func (sw *ovsSwitch) run(tool string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tool, args...)
-	cmd.Env = sw.env
+	cmd.Env = append(os.Environ(), sw.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -233,88 +239,32 @@ func (sw *ovsSwitch) vsctl(args ...string) error {
 	return sw.run("ovs-vsctl", append([]string{"--db=unix:" + filepath.Join(sw.dir, "db.sock"), "--timeout=10"}, args...)...)
 }
 
-// daemon is an OVS daemon cnbench started.
-type daemon struct {
-	name   string
-	cmd    *exec.Cmd
-	stderr *lockedWriter
-	waited <-chan struct{}
-}
-
-// start forks a daemon from a thread inside the host's namespace, so it
-// is born there, and records it so that a sweep can end it should the
-// run die without stopping it. The parent-death signal ends it in most
-// such cases anyway.
-func (sw *ovsSwitch) start(tool string, args ...string) (*daemon, error) {
-	d := &daemon{name: tool, cmd: exec.Command(tool, args...), stderr: &lockedWriter{}}
-	d.cmd.Env = sw.env
-	d.cmd.Stderr = d.stderr
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	waited, err := cleanup.StartDaemon(sw.host.NS, d.cmd, sw.token, sw.recordName(tool), sw.dir)
-	if waited == nil {
-		return nil, err
+// start forks a daemon inside the host's namespace (package daemon).
+func (sw *ovsSwitch) start(tool string, args ...string) (*daemon.Process, error) {
+	p, err := daemon.Start(daemon.Spec{
+		Name: tool, NS: sw.host.NS, Token: sw.token, Record: sw.recordName(tool),
+		Dir: sw.dir, Log: filepath.Join(sw.dir, tool+".stderr"), Args: append([]string{tool}, args...), Env: sw.env,
+	})
+	if p != nil {
+		sw.procs = append(sw.procs, p)
 	}
-	d.waited = waited
-	sw.procs = append(sw.procs, d)
 	if err != nil {
 		return nil, err
 	}
-	return d, nil
+	return p, nil
 }
 
 func (sw *ovsSwitch) recordName(tool string) string { return sw.host.Name + "-" + tool }
-
-// waitFor waits until path exists, or the daemon has exited.
-func (d *daemon) waitFor(path string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		select {
-		case <-d.waited:
-			return fmt.Errorf("%s exited before creating %s: %s", d.name, path, strings.TrimSpace(d.stderr.String()))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not create %s within %v", d.name, path, limit)
-		}
-	}
-}
 
 // stop ends the daemons, newest first, by their PIDs: SIGTERM lets them
 // remove their sockets and, on the kernel datapath, their datapath; SIGKILL
 // follows if one has not ended within two seconds. Then the private
 // directory goes.
 func (sw *ovsSwitch) stop() error {
-	var errs []error
-	for i := len(sw.procs) - 1; i >= 0; i-- {
-		d := sw.procs[i]
-		cleanup.StopDaemon(d.cmd.Process, d.waited, 2*time.Second)
-		errs = append(errs, cleanup.ForgetDaemon(sw.token, sw.recordName(d.name)))
-	}
+	errs := []error{daemon.StopAll(sw.procs, 2*time.Second)}
 	sw.procs = nil
 	if err := os.RemoveAll(sw.dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove ovs directory %s: %w", sw.dir, err))
 	}
 	return errors.Join(errs...)
-}
-
-// lockedWriter lets a daemon's output be written by exec's copying
-// goroutine while waitFor reads it.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
 }

@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/mode"
 	"cnbench/internal/topo"
 )
 
@@ -20,31 +21,32 @@ import (
 //     reach each other only if the switch sends frames back (802.1Qbg
 //     reflective relay, hairpin);
 //   - passthru: the NIC is handed to a single endpoint.
-const Macvlan = "macvlan"
+const (
+	Macvlan         = "macvlan"
+	MacvlanPrivate  = Macvlan + ":private"
+	MacvlanVEPA     = Macvlan + ":vepa"
+	MacvlanPassthru = Macvlan + ":passthru"
+)
 
 // macvlanModes maps each variant's name to the kernel's mode.
 var macvlanModes = map[string]netlink.MacvlanMode{
-	Macvlan:               netlink.MACVLAN_MODE_BRIDGE,
-	Macvlan + ":private":  netlink.MACVLAN_MODE_PRIVATE,
-	Macvlan + ":vepa":     netlink.MACVLAN_MODE_VEPA,
-	Macvlan + ":passthru": netlink.MACVLAN_MODE_PASSTHRU,
+	Macvlan:         netlink.MACVLAN_MODE_BRIDGE,
+	MacvlanPrivate:  netlink.MACVLAN_MODE_PRIVATE,
+	MacvlanVEPA:     netlink.MACVLAN_MODE_VEPA,
+	MacvlanPassthru: netlink.MACVLAN_MODE_PASSTHRU,
 }
 
 type macvlanMode struct {
 	t     *topo.Topology
-	n     counter
+	n     Counter
 	mode  netlink.MacvlanMode
 	relay bool // reflective relay asked of the switch already
 }
 
-var _ Mode = (*macvlanMode)(nil)
+var _ mode.Mode = (*macvlanMode)(nil)
 
-func newMacvlanMode(name string) func(t *topo.Topology) Mode {
-	return func(t *topo.Topology) Mode { return &macvlanMode{t: t, n: counter{}, mode: macvlanModes[name]} }
-}
-
-func macvlanAvailable(name string) func() error {
-	return func() error { return linkKindAvailable(name) }
+func newMacvlanMode(name string) func(t *topo.Topology) mode.Mode {
+	return func(t *topo.Topology) mode.Mode { return &macvlanMode{t: t, n: Counter{}, mode: macvlanModes[name]} }
 }
 
 // macvlanSupports rules out the variants that cannot connect two
@@ -56,9 +58,20 @@ func macvlanSupports(name string) func(topology string) error {
 		}
 		switch macvlanModes[name] {
 		case netlink.MACVLAN_MODE_PRIVATE:
-			return notApplicable("%s forbids endpoints on one NIC to talk to each other, and %s puts both on one NIC", name, topology)
+			return mode.NotApplicable("%s forbids endpoints on one NIC to talk to each other, and %s puts both on one NIC", name, topology)
 		case netlink.MACVLAN_MODE_PASSTHRU:
-			return notApplicable("%s hands the NIC to a single endpoint, and %s needs two on one NIC", name, topology)
+			return mode.NotApplicable("%s hands the NIC to a single endpoint, and %s needs two on one NIC", name, topology)
+		}
+		return nil
+	}
+}
+
+// macvlanGuestSupports rules out VEPA in cvc, where both endpoints sit in
+// one guest.
+func macvlanGuestSupports(name string) func(topology string) error {
+	return func(topology string) error {
+		if topology == topo.CVC && name == MacvlanVEPA {
+			return mode.NotApplicable("%s: the guest's frames would have to hairpin at its host's bridge, which does not reflect them", name)
 		}
 		return nil
 	}
@@ -82,13 +95,16 @@ func (m *macvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 }
 
 func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+	return Direct(ep, port)
 }
 
 // wireEndpoint places an endpoint whose device, made by newLink, is a
 // sub-interface of the host's NIC with an address on the NIC's segment.
-func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
-	idx, err := n.next(h)
+//
+// Equivalent to: (subInterface); ip -n EP addr add 198.18.I.N/BITS dev eth0;
+// ip -n EP route add default via ROUTER (in routed)
+func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
+	idx, err := n.Next(h)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +121,9 @@ func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n counter, newLin
 
 // subInterface creates a new endpoint namespace and, in it, eth0 as a
 // sub-interface of the host's NIC.
+//
+// Equivalent to: ip netns add EP; ip -n HOST link add eth0 link nic0 netns EP
+// type TYPE ...
 func subInterface(t *topo.Topology, h *topo.Host, name string, newLink func(netlink.LinkAttrs) netlink.Link) (endpointNS, error) {
 	nic, err := h.Handle.LinkByName(topo.NICName)
 	if err != nil {

@@ -1,4 +1,4 @@
-package mode
+package cni
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnbench/configs"
-	"cnbench/internal/cni"
+	cnilib "cnbench/internal/cni"
+	"cnbench/internal/mode"
+	"cnbench/internal/mode/kernel"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
@@ -24,37 +26,38 @@ import (
 // host's namespace as their own and the endpoint's as the container's.
 const CNIPrefix = "cni:"
 
-// CNIPattern stands for every cni: mode in a scenario vocabulary.
-const CNIPattern = CNIPrefix + "*"
+// Pattern makes the row of every cni: mode, from the file it names.
+var Pattern = mode.Pattern{Prefix: CNIPrefix, Make: Lookup}
 
-// Patterns are the mode names scenarios may use beyond Names: an entry
-// ending in "*" admits every name with its prefix.
-func Patterns() []string { return []string{CNIPattern} }
-
-// The shipped configurations are registered modes of their own, so that
+// Rows are the shipped configurations as rows of their own, so that
 // doctor and the tests know them.
-func init() {
+func Rows() []mode.Descriptor {
+	var rows []mode.Descriptor
 	for _, name := range configs.CNINames() {
-		d, _ := lookupCNI(CNIPrefix + name)
+		d, _ := Lookup(CNIPrefix + name)
 		d.Summary = "CNI: the shipped configs/cni/" + name + ".conflist (" + d.Summary + ")"
-		register(d)
+		rows = append(rows, d)
 	}
+	return rows
 }
 
-// lookupCNI makes the descriptor of a cni: mode.
-func lookupCNI(name string) (Descriptor, bool) {
+// Lookup makes the row of a cni: mode from the configuration it names.
+func Lookup(name string) (mode.Descriptor, bool) {
 	arg, ok := strings.CutPrefix(name, CNIPrefix)
 	if !ok || arg == "" {
-		return Descriptor{}, false
+		return mode.Descriptor{}, false
 	}
 	conf, loadErr := loadCNI(arg)
 	summary := "the CNI configuration " + arg
 	if loadErr == nil {
 		summary = strings.Join(conf.Plugins(), " + ")
 	}
-	return Descriptor{
-		Name:    name,
-		Summary: summary,
+	return mode.Descriptor{
+		Name:      name,
+		Summary:   summary,
+		Family:    mode.CNI,
+		Uncounted: uncounted(conf),
+		Addresses: addresses(conf),
 		Available: func() error {
 			if loadErr != nil {
 				return loadErr
@@ -63,7 +66,7 @@ func lookupCNI(name string) (Descriptor, bool) {
 		},
 		Supports: func(topology string) error {
 			if loadErr == nil && topology == topo.Routed && conf.OnWire() {
-				return notApplicable("%s puts endpoints on one flat segment with %s, and %s splits the wire into routed segments", name, strings.Join(conf.Plugins(), " + "), topology)
+				return mode.NotApplicable("%s puts endpoints on one flat segment with %s, and %s splits the wire into routed segments", name, strings.Join(conf.Plugins(), " + "), topology)
 			}
 			return nil
 		},
@@ -75,17 +78,36 @@ func lookupCNI(name string) (Descriptor, bool) {
 				p.ModeConfig = string(doc)
 			}
 		},
-		New: func(t *topo.Topology) Mode {
+		New: func(t *topo.Topology) mode.Mode {
 			if loadErr != nil {
 				return failingMode{loadErr}
 			}
-			return &cniMode{t: t, conf: conf, nets: map[int]*cni.Network{}}
+			return &cniMode{t: t, conf: conf, nets: map[int]*cnilib.Network{}}
 		},
 	}, true
 }
 
+// uncounted are the link kinds a configuration's plugins create whose
+// counters are not traffic: the bridge plugin's bridge.
+func uncounted(conf *cnilib.Config) []string {
+	if conf != nil && slices.Contains(conf.Plugins(), "bridge") {
+		return []string{"bridge"}
+	}
+	return nil
+}
+
+// addresses is where a configuration's endpoints take their addresses
+// from: the host's segment for plugins on the wire, the endpoint subnet
+// behind the host otherwise.
+func addresses(conf *cnilib.Config) topo.Addressing {
+	if conf != nil && conf.OnWire() {
+		return topo.WireAddresses
+	}
+	return topo.SubnetAddresses
+}
+
 // loadCNI reads a configuration file, or a shipped one by name.
-func loadCNI(arg string) (*cni.Config, error) {
+func loadCNI(arg string) (*cnilib.Config, error) {
 	data, err := os.ReadFile(arg)
 	source := arg
 	if err != nil {
@@ -94,22 +116,22 @@ func loadCNI(arg string) (*cni.Config, error) {
 			return nil, fmt.Errorf("cni config %q: %w; shipped configurations: %s", arg, err, strings.Join(configs.CNINames(), ", "))
 		}
 	}
-	return cni.Parse(source, data)
+	return cnilib.Parse(source, data)
 }
 
 // cniAvailable checks that the plugins are installed and that the kernel
 // has what they create.
-func cniAvailable(conf *cni.Config) error {
+func cniAvailable(conf *cnilib.Config) error {
 	for _, typ := range conf.Plugins() {
-		if _, err := cni.PluginPath(typ); err != nil {
-			return unsupported("%v", err)
+		if _, err := cnilib.PluginPath(typ); err != nil {
+			return mode.Unsupported("%v", err)
 		}
 		var err error
 		switch typ {
 		case "macvlan":
-			err = linkKindAvailable(Macvlan)
+			err = kernel.LinkAvailable(kernel.Macvlan)
 		case "ipvlan":
-			err = linkKindAvailable(IPVlan)
+			err = kernel.LinkAvailable(kernel.IPVlan)
 		case "bandwidth":
 			err = ifbAvailable()
 		}
@@ -123,17 +145,17 @@ func cniAvailable(conf *cni.Config) error {
 // ifbAvailable probes for the ifb devices the bandwidth plugin shapes
 // ingress with.
 func ifbAvailable() error {
-	return probe("link:ifb", func(_ *netns.NS, h *netlink.Handle, _ netlink.Link) error {
+	return mode.Probe("link:ifb", func(_ *netns.NS, h *netlink.Handle, _ netlink.Link) error {
 		if err := h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "ifb-probe"}}); err != nil {
-			return kernelLacks("ifb links, which the bandwidth plugin needs", err)
+			return mode.KernelLacks("ifb links, which the bandwidth plugin needs", err)
 		}
 		return nil
 	})
 }
 
 // cniPlan adapts a configuration to host i.
-func cniPlan(i int, dataDir string) cni.HostPlan {
-	return cni.HostPlan{
+func cniPlan(i int, dataDir string) cnilib.HostPlan {
+	return cnilib.HostPlan{
 		Index:     i,
 		Endpoints: topo.EndpointSubnet(i),
 		WireStart: topo.WireAddr(i, 1),
@@ -145,15 +167,15 @@ func cniPlan(i int, dataDir string) cni.HostPlan {
 
 type cniMode struct {
 	t     *topo.Topology
-	conf  *cni.Config
-	nets  map[int]*cni.Network
+	conf  *cnilib.Config
+	nets  map[int]*cnilib.Network
 	ports []int
 	added int
 }
 
 var (
-	_ Mode      = (*cniMode)(nil)
-	_ Publisher = (*cniMode)(nil)
+	_ mode.Mode      = (*cniMode)(nil)
+	_ mode.Publisher = (*cniMode)(nil)
 )
 
 func (m *cniMode) Publish(ports ...int) { m.ports = append(m.ports, ports...) }
@@ -166,7 +188,7 @@ func (m *cniMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	n, ok := m.nets[h.Index]
 	if !ok {
 		var err error
-		n, err = cni.Open(m.conf, h.NS, m.t.Token, h.Name, cniPlan(h.Index, ""))
+		n, err = cnilib.Open(m.conf, h.NS, m.t.Token, h.Name, cniPlan(h.Index, ""))
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +219,7 @@ func (m *cniMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	if m.conf.PortMappings() && slices.Contains(m.ports, port) {
 		return netip.AddrPortFrom(ep.Host.Addr, uint16(port)), nil
 	}
-	return direct(ep, port)
+	return kernel.Direct(ep, port)
 }
 
 // failingMode reports why a mode cannot be built, at the first endpoint.
@@ -208,12 +230,12 @@ func (f failingMode) Expose(*topo.Endpoint, int) (netip.AddrPort, error) {
 	return netip.AddrPort{}, f.err
 }
 
-// CNIPluginsAvailable says whether cni:FILE modes can run here at all:
+// PluginsAvailable says whether cni:FILE modes can run here at all:
 // the plugins' directory with at least the bridge and host-local plugins.
-func CNIPluginsAvailable() error {
+func PluginsAvailable() error {
 	for _, typ := range []string{"bridge", "host-local"} {
-		if _, err := cni.PluginPath(typ); err != nil {
-			return unsupported("%v", err)
+		if _, err := cnilib.PluginPath(typ); err != nil {
+			return mode.Unsupported("%v", err)
 		}
 	}
 	return nil

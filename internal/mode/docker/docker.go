@@ -1,4 +1,4 @@
-package mode
+package docker
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"cnbench/internal/docker"
+	dockerd "cnbench/internal/docker"
+	"cnbench/internal/mode"
+	"cnbench/internal/mode/kernel"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
@@ -20,7 +22,7 @@ import (
 
 // Docker modes measure what Docker itself builds. Each emulated host runs
 // a private containerd and dockerd of cnbench's, inside the host's
-// namespace (see package docker), so docker0, the containers' veths and
+// namespace (see package internal/docker), so docker0, the containers' veths and
 // Docker's iptables rules all live there. Endpoints are containers of
 // cnbench's own image; the engines are started inside each container's
 // network namespace, found from its PID, by the same machinery and in the
@@ -42,34 +44,47 @@ const (
 	dockerBridgeName = "cnb-br0"
 )
 
-var dockerDescriptors = []Descriptor{
-	{Name: DockerBridge, Summary: "Docker's default bridge docker0, from a private dockerd in the host"},
-	{Name: DockerUserBridge, Summary: "a user-defined Docker bridge network (docker network create)"},
-	{Name: DockerHost, Summary: "Docker host networking: the container shares the host's namespace"},
-	{Name: DockerMacvlan, Summary: "a Docker macvlan network on the host's NIC"},
-	{Name: DockerIPVlan, Summary: "a Docker ipvlan (l2) network on the host's NIC"},
-	{Name: DockerPublish, Summary: "docker0 with the server's ports published (docker run -p): iptables DNAT and docker-proxy"},
-	{Name: DockerLink, Summary: "docker0 with inter-container traffic off and a legacy --link opening the server's ports"},
+// Rows are the docker family's rows of the mode table.
+var Rows = []mode.Descriptor{
+	row(DockerBridge, "Docker's default bridge docker0, from a private dockerd in the host", topo.SubnetAddresses),
+	row(DockerUserBridge, "a user-defined Docker bridge network (docker network create)", topo.SubnetAddresses),
+	row(DockerHost, "Docker host networking: the container shares the host's namespace", topo.HostAddresses),
+	row(DockerMacvlan, "a Docker macvlan network on the host's NIC", topo.WireAddresses),
+	row(DockerIPVlan, "a Docker ipvlan (l2) network on the host's NIC", topo.WireAddresses),
+	row(DockerPublish, "docker0 with the server's ports published (docker run -p): iptables DNAT and docker-proxy", topo.SubnetAddresses),
+	withSupports(row(DockerLink, "docker0 with inter-container traffic off and a legacy --link opening the server's ports", topo.SubnetAddresses), linkSupports),
 }
 
-func init() {
-	for _, d := range dockerDescriptors {
-		name := d.Name
-		d.Available = func() error { return dockerAvailable(name) }
-		d.Record = func(p *model.Params) { dockerRecord(name, p) }
-		d.New = func(t *topo.Topology) Mode {
-			return &dockerMode{t: t, name: name, n: counter{}, daemons: map[int]*docker.Daemon{}}
-		}
-		if name == DockerLink {
-			d.Supports = func(topology string) error {
-				if topology != topo.CHC {
-					return notApplicable("links join containers of one daemon, and %s puts them on different hosts", topology)
-				}
-				return nil
-			}
-		}
-		register(d)
+// row is a docker: mode's row. Every one but docker:host creates a
+// bridge in the host (docker0, or the user-defined network's).
+func row(name, summary string, addrs topo.Addressing) mode.Descriptor {
+	d := mode.Descriptor{
+		Name: name, Summary: summary, Family: mode.Docker,
+		Available: func() error { return dockerAvailable(name) },
+		Record:    func(p *model.Params) { dockerRecord(name, p) },
+		New: func(t *topo.Topology) mode.Mode {
+			return &dockerMode{t: t, name: name, n: kernel.Counter{}, daemons: map[int]*dockerd.Daemon{}}
+		},
+		Addresses: addrs,
 	}
+	if name != DockerHost {
+		d.Uncounted = []string{"bridge"}
+	}
+	return d
+}
+
+func withSupports(d mode.Descriptor, supports func(topology string) error) mode.Descriptor {
+	d.Supports = supports
+	return d
+}
+
+// linkSupports: links join containers of one daemon, so both endpoints
+// must be on one host.
+func linkSupports(topology string) error {
+	if topology != topo.CHC {
+		return mode.NotApplicable("links join containers of one daemon, and %s puts them on different hosts", topology)
+	}
+	return nil
 }
 
 var (
@@ -81,13 +96,13 @@ var (
 // dockerAvailable checks the programs, then starts a private daemon once
 // in a scratch namespace: the only honest test that Docker runs here.
 func dockerAvailable(name string) error {
-	for _, p := range docker.Programs {
+	for _, p := range dockerd.Programs {
 		if _, err := exec.LookPath(p); err != nil {
-			return unsupported("%s is not on PATH (apt-get install docker.io)", p)
+			return mode.Unsupported("%s is not on PATH (apt-get install dockerd.io)", p)
 		}
 	}
 	if _, err := exec.LookPath("iptables"); err != nil {
-		return unsupported("iptables is not on PATH, and dockerd needs it (apt-get install iptables)")
+		return mode.Unsupported("iptables is not on PATH, and dockerd needs it (apt-get install iptables)")
 	}
 	dockerProbeOnce.Do(func() { dockerVersion, dockerProbeErr = probeDocker() })
 	if dockerProbeErr != nil {
@@ -95,9 +110,9 @@ func dockerAvailable(name string) error {
 	}
 	switch name {
 	case DockerMacvlan:
-		return macvlanAvailable(Macvlan)()
+		return kernel.LinkAvailable(kernel.Macvlan)
 	case DockerIPVlan:
-		return ipvlanAvailable(IPVlan)()
+		return kernel.LinkAvailable(kernel.IPVlan)
 	}
 	return nil
 }
@@ -112,16 +127,16 @@ func probeDocker() (version string, err error) {
 	if err != nil {
 		return "", err
 	}
-	d, err := docker.Start(ns, t.Token, "probe", docker.Config{Bip: netip.MustParsePrefix("198.19.1.254/24")})
+	d, err := dockerd.Start(ns, t.Token, "probe", dockerd.Config{Bip: netip.MustParsePrefix("198.19.1.254/24")})
 	if err != nil {
-		return "", unsupported("a private dockerd does not start here: %v", err)
+		return "", mode.Unsupported("a private dockerd does not start here: %v", err)
 	}
 	defer func() { err = errors.Join(err, d.Stop()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	v, err := d.Client.ServerVersion(ctx)
 	if err != nil {
-		return "", unsupported("the private dockerd does not answer: %v", err)
+		return "", mode.Unsupported("the private dockerd does not answer: %v", err)
 	}
 	return v.Version + " (API " + v.APIVersion + ")", nil
 }
@@ -140,7 +155,7 @@ func dockerRecord(name string, p *model.Params) {
 	case DockerBridge:
 		cfg["network"] = "bridge (docker0)"
 	case DockerUserBridge:
-		cfg["network"] = map[string]string{"driver": "bridge", "subnet": "198.19.I.0/24", "gateway": "198.19.I.254", "com.docker.network.bridge.name": dockerBridgeName}
+		cfg["network"] = map[string]string{"driver": "bridge", "subnet": "198.19.I.0/24", "gateway": "198.19.I.254", "com.dockerd.network.bridge.name": dockerBridgeName}
 	case DockerHost:
 		cfg["network"] = "host"
 	case DockerMacvlan, DockerIPVlan:
@@ -161,18 +176,18 @@ func dockerRecord(name string, p *model.Params) {
 type dockerMode struct {
 	t       *topo.Topology
 	name    string
-	n       counter
-	daemons map[int]*docker.Daemon
+	n       kernel.Counter
+	daemons map[int]*dockerd.Daemon
 	started bool
 	// ports are the server's, known before it exists (Publisher).
 	ports []int
 	// server is the first endpoint's container, which links point at.
-	server *docker.Container
+	server *dockerd.Container
 }
 
 var (
-	_ Mode      = (*dockerMode)(nil)
-	_ Publisher = (*dockerMode)(nil)
+	_ mode.Mode      = (*dockerMode)(nil)
+	_ mode.Publisher = (*dockerMode)(nil)
 )
 
 func (m *dockerMode) Publish(ports ...int) { m.ports = append(m.ports, ports...) }
@@ -194,7 +209,7 @@ func dockerBip(name string, i int) netip.Prefix {
 // mode's network, so a two-host case waits for one start, not two; the
 // topology stops them, all at once too, when it closes, after every
 // container is gone.
-func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
+func (m *dockerMode) daemon(h *topo.Host) (*dockerd.Daemon, error) {
 	if !m.started {
 		m.started = true
 		if err := m.startDaemons(); err != nil {
@@ -210,14 +225,14 @@ func (m *dockerMode) daemon(h *topo.Host) (*docker.Daemon, error) {
 
 func (m *dockerMode) startDaemons() error {
 	hosts := m.t.Hosts
-	started := make([]*docker.Daemon, len(hosts))
+	started := make([]*dockerd.Daemon, len(hosts))
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
 		wg.Go(func() { started[i], errs[i] = m.startDaemon(h) })
 	}
 	wg.Wait()
-	var ds []*docker.Daemon
+	var ds []*dockerd.Daemon
 	for i, d := range started {
 		if d != nil {
 			m.daemons[hosts[i].Index] = d
@@ -239,13 +254,13 @@ func (m *dockerMode) startDaemons() error {
 // startDaemon starts host h's daemon and prepares it for the mode. On an
 // error after the start it returns the daemon too, for the topology to
 // stop.
-func (m *dockerMode) startDaemon(h *topo.Host) (*docker.Daemon, error) {
-	cfg := docker.Config{
+func (m *dockerMode) startDaemon(h *topo.Host) (*dockerd.Daemon, error) {
+	cfg := dockerd.Config{
 		Bip:   dockerBip(m.name, h.Index),
 		MTU:   m.t.MTU(),
 		NoICC: m.name == DockerLink,
 	}
-	d, err := docker.Start(h.NS, m.t.Token, h.Name, cfg)
+	d, err := dockerd.Start(h.NS, m.t.Token, h.Name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -256,17 +271,17 @@ func (m *dockerMode) startDaemon(h *topo.Host) (*docker.Daemon, error) {
 	}
 	switch m.name {
 	case DockerUserBridge:
-		err = d.CreateNetwork(ctx, docker.NetworkSpec{
+		err = d.CreateNetwork(ctx, dockerd.NetworkSpec{
 			Name: dockerNetwork, Driver: "bridge", Token: string(m.t.Token),
 			Subnet: topo.EndpointSubnet(h.Index), Gateway: topo.Gateway(h.Index),
-			Options: map[string]string{"com.docker.network.bridge.name": dockerBridgeName, "com.docker.network.driver.mtu": strconv.Itoa(m.t.MTU())},
+			Options: map[string]string{"com.dockerd.network.bridge.name": dockerBridgeName, "com.dockerd.network.driver.mtu": strconv.Itoa(m.t.MTU())},
 		})
 	case DockerMacvlan, DockerIPVlan:
 		gw := h.Router
 		if !gw.IsValid() {
 			gw = h.Addr
 		}
-		spec := docker.NetworkSpec{Name: dockerNetwork, Subnet: h.Segment, Gateway: gw, Token: string(m.t.Token), Options: map[string]string{"parent": topo.NICName}}
+		spec := dockerd.NetworkSpec{Name: dockerNetwork, Subnet: h.Segment, Gateway: gw, Token: string(m.t.Token), Options: map[string]string{"parent": topo.NICName}}
 		if m.name == DockerMacvlan {
 			spec.Driver, spec.Options["macvlan_mode"] = "macvlan", "bridge"
 		} else {
@@ -299,11 +314,11 @@ func (m *dockerMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := m.n.next(h)
+	idx, err := m.n.Next(h)
 	if err != nil {
 		return nil, err
 	}
-	spec := docker.ContainerSpec{Name: m.t.Token.Name(name), Network: "bridge", Token: string(m.t.Token)}
+	spec := dockerd.ContainerSpec{Name: m.t.Token.Name(name), Network: "bridge", Token: string(m.t.Token)}
 	first := m.server == nil
 	switch m.name {
 	case DockerHost:
@@ -353,7 +368,7 @@ func (m *dockerMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error)
 // container's own elsewhere.
 func (m *dockerMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	if m.name != DockerPublish {
-		return direct(ep, port)
+		return kernel.Direct(ep, port)
 	}
 	if !slices.Contains(m.ports, port) {
 		return netip.AddrPort{}, fmt.Errorf("expose port %d: %s publishes only ports %v, fixed when the container was created", port, m.name, m.ports)
@@ -361,9 +376,9 @@ func (m *dockerMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error)
 	return netip.AddrPortFrom(ep.Host.Addr, uint16(port)), nil
 }
 
-// DockerEngine is the version of the private dockerd the docker: modes
-// run, or why there is none.
-func DockerEngine() (string, error) {
+// Engine is the version of the private dockerd the docker: modes run, or
+// why there is none.
+func Engine() (string, error) {
 	if err := dockerAvailable(DockerBridge); err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/mode"
 	"cnbench/internal/topo"
 )
 
@@ -18,15 +19,25 @@ const Veth = "veth"
 
 type vethMode struct {
 	t *topo.Topology
-	n counter
+	n Counter
 }
 
-var _ Mode = (*vethMode)(nil)
+var _ mode.Mode = (*vethMode)(nil)
 
-func newVethMode(t *topo.Topology) Mode { return &vethMode{t: t, n: counter{}} }
+func newVethMode(t *topo.Topology) mode.Mode { return &vethMode{t: t, n: Counter{}} }
 
+// Endpoint places a routed point-to-point endpoint on host h.
+//
+// Equivalent to:
+//
+//	ip -n HOST link add v-NAME type veth peer name eth0 netns EP
+//	ip -n HOST addr add 198.19.I.254/32 dev v-NAME scope link
+//	ip -n EP addr add 198.19.I.N/32 dev eth0; ip -n EP link set eth0 up
+//	ip -n EP route add 198.19.I.254 dev eth0 scope link
+//	ip -n EP route add default via 198.19.I.254
+//	ip -n HOST route add 198.19.I.N/32 dev v-NAME src 198.19.I.254
 func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
-	n, err := m.n.next(h)
+	n, err := m.n.Next(h)
 	if err != nil {
 		return nil, err
 	}
@@ -57,5 +68,5 @@ func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 }
 
 func (m *vethMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
-	return direct(ep, port)
+	return Direct(ep, port)
 }

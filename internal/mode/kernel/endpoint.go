@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"errors"
@@ -21,6 +21,9 @@ type endpointNS struct {
 	handle *netlink.Handle
 }
 
+// newEndpointNS makes an endpoint's namespace.
+//
+// Equivalent to: ip netns add cnb-TOKEN-NAME
 func newEndpointNS(t *topo.Topology, name string) (endpointNS, error) {
 	ns, h, err := t.NewNamespace(name)
 	if err != nil {
@@ -101,10 +104,10 @@ func routeAllOnLink(ep endpointNS) error {
 	return nil
 }
 
-// counter numbers the endpoints a mode places on each host, from 1.
-type counter map[int]int
+// Counter numbers the endpoints a mode places on each host, from 1.
+type Counter map[int]int
 
-func (c counter) next(h *topo.Host) (int, error) {
+func (c Counter) Next(h *topo.Host) (int, error) {
 	c[h.Index]++
 	n := c[h.Index]
 	if n > topo.MaxEndpointsPerHost {
@@ -113,8 +116,8 @@ func (c counter) next(h *topo.Host) (int, error) {
 	return n, nil
 }
 
-// direct is the Expose of modes whose servers clients reach at their own
+// Direct is the Expose of modes whose servers clients reach at their own
 // address.
-func direct(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
+func Direct(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(ep.Addr, uint16(port)), nil
 }

@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"cnbench/internal/mode"
+	"cnbench/internal/mode/modetest"
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
@@ -35,10 +37,15 @@ func features(t *testing.T, ns *netns.NS, link string) map[string]bool {
 	return f
 }
 
-func requireMode(t *testing.T, name, kind string) Descriptor {
+func requireMode(t *testing.T, name, kind string) mode.Descriptor {
 	t.Helper()
 	testutil.RequireRoot(t)
-	d, _ := Lookup(name)
+	var d mode.Descriptor
+	for _, row := range Rows {
+		if row.Name == name {
+			d = row
+		}
+	}
 	if err := d.Check(kind); err != nil {
 		t.Skipf("skipped: %v", err)
 	}
@@ -50,7 +57,7 @@ func requireMode(t *testing.T, name, kind string) Descriptor {
 // whole, and one byte more must be refused at the sender, not fragmented.
 func TestOverlayMTU(t *testing.T) {
 	d := requireMode(t, Overlay, topo.CHHC)
-	tp, m := buildForTest(t, d, topo.CHHC, topo.Options{MTU: 9000})
+	tp, m := modetest.Build(t, d, topo.CHHC, topo.Options{MTU: 9000})
 	server, err := m.Endpoint(tp.HostFor(true), "s1")
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +131,7 @@ func TestOffloadsApplied(t *testing.T) {
 	d := requireMode(t, Bridge, topo.CHHC)
 	for _, v := range []string{"off", "on"} {
 		o := topo.Offloads{GRO: v, GSO: v, TSO: v, TxChecksum: v}
-		tp, m := buildForTest(t, d, topo.CHHC, topo.Options{Offloads: o})
+		tp, m := modetest.Build(t, d, topo.CHHC, topo.Options{Offloads: o})
 		server, err := m.Endpoint(tp.HostFor(true), "s1")
 		if err != nil {
 			t.Fatal(err)
@@ -153,7 +160,7 @@ func TestOVSUserspaceChecksumOff(t *testing.T) {
 	if ovsDatapath() != DatapathUserspace {
 		t.Skip("skipped: the kernel datapath is in use here; the userspace one needs no change to offloads")
 	}
-	tp, m := buildForTest(t, d, topo.CHC, topo.Options{})
+	tp, m := modetest.Build(t, d, topo.CHC, topo.Options{})
 	server, err := m.Endpoint(tp.HostFor(true), "s1")
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +175,8 @@ func TestOVSUserspaceChecksumOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	on := topo.Options{Offloads: topo.Offloads{TxChecksum: "on"}}
-	tp2, m2 := buildForTest(t, d, topo.CHC, on)
-	if _, err := m2.Endpoint(tp2.HostFor(true), "s1"); !errors.Is(err, ErrNotApplicable) {
+	tp2, m2 := modetest.Build(t, d, topo.CHC, on)
+	if _, err := m2.Endpoint(tp2.HostFor(true), "s1"); !errors.Is(err, mode.ErrNotApplicable) {
 		t.Errorf("tx_checksum on with the userspace datapath: %v, want ErrNotApplicable", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mode
+package kernel
 
 import (
 	"encoding/binary"
@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"cnbench/internal/mode"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
 )
@@ -25,7 +26,7 @@ const natTable = "cnbench"
 
 type natMode struct {
 	t       *topo.Topology
-	n       counter
+	n       Counter
 	bridges map[int]netlink.Link
 	tables  map[int]*natRules
 }
@@ -37,21 +38,25 @@ type natRules struct {
 	postrouting *nftables.Chain
 }
 
-var _ Mode = (*natMode)(nil)
+var _ mode.Mode = (*natMode)(nil)
 
-func newNATMode(t *topo.Topology) Mode {
-	return &natMode{t: t, n: counter{}, bridges: map[int]netlink.Link{}, tables: map[int]*natRules{}}
+func newNATMode(t *topo.Topology) mode.Mode {
+	return &natMode{t: t, n: Counter{}, bridges: map[int]netlink.Link{}, tables: map[int]*natRules{}}
 }
 
 func natAvailable() error {
-	return probe("nftables-nat", func(ns *netns.NS, _ *netlink.Handle, _ netlink.Link) error {
+	return mode.Probe("nftables-nat", func(ns *netns.NS, _ *netlink.Handle, _ netlink.Link) error {
 		if _, err := newNATRules(ns, 1); err != nil {
-			return kernelLacks("nftables NAT chains", err)
+			return mode.KernelLacks("nftables NAT chains", err)
 		}
 		return nil
 	})
 }
 
+// Endpoint places an endpoint behind host h's bridge, creating the host's
+// NAT table first (newNATRules).
+//
+// Equivalent to: nft add table ip cnbench ...; then as bridge mode
 func (m *natMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if _, ok := m.tables[h.Index]; !ok {
 		rules, err := newNATRules(h.NS, h.Index)

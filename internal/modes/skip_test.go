@@ -1,4 +1,4 @@
-package mode
+package modes_test
 
 import (
 	"errors"
@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"cnbench/internal/mode"
+	"cnbench/internal/mode/modetest"
+	"cnbench/internal/modes"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 )
@@ -19,23 +22,23 @@ import (
 func TestSkipsAreTrue(t *testing.T) {
 	testutil.RequireRoot(t)
 	skipped := 0
-	for _, name := range Names() {
+	for _, name := range modes.Names() {
 		for _, kind := range topo.Kinds {
 			if topo.IsVM(kind) {
 				continue // they boot guests; internal/runner's VM tests build them
 			}
-			d, _ := Lookup(name)
+			d, _ := modes.Lookup(name)
 			reason := d.Check(kind)
 			if reason == nil {
 				continue
 			}
 			skipped++
 			t.Run(name+"/"+kind, func(t *testing.T) {
-				if !errors.Is(reason, ErrUnsupported) {
+				if !errors.Is(reason, mode.ErrUnsupported) {
 					t.Fatalf("Check: %v does not wrap ErrUnsupported, so the case would fail, not skip", reason)
 				}
 				t.Logf("skip reason: %v", reason)
-				tp, m := buildForTest(t, d, kind, topo.Options{})
+				tp, m := modetest.Build(t, d, kind, topo.Options{})
 				server, err := m.Endpoint(tp.HostFor(true), "s1")
 				if err != nil {
 					t.Logf("server endpoint fails as the reason says: %v", err)
@@ -46,7 +49,7 @@ func TestSkipsAreTrue(t *testing.T) {
 					t.Logf("client endpoint fails as the reason says: %v", err)
 					return
 				}
-				if !errors.Is(reason, ErrNotApplicable) {
+				if !errors.Is(reason, mode.ErrNotApplicable) {
 					t.Fatalf("the kernel lacks it, says Check, yet both endpoints were built")
 				}
 				if err := dial(server, client, m); err == nil {
@@ -61,10 +64,10 @@ func TestSkipsAreTrue(t *testing.T) {
 }
 
 // dial connects from client to the address server's mode exposes.
-func dial(server, client *topo.Endpoint, m Mode) error {
+func dial(server, client *topo.Endpoint, m mode.Mode) error {
 	var ln net.Listener
 	if err := server.NS.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, uint16(listenPort(m))).String())
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, uint16(modetest.ListenPort(m))).String())
 		return err
 	}); err != nil {
 		return err

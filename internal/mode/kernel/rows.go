@@ -1,0 +1,59 @@
+package kernel
+
+import (
+	"cnbench/internal/mode"
+	"cnbench/internal/topo"
+)
+
+// The guest kernel modules the kernel family's links need.
+var (
+	vethModules    = []string{"veth"}
+	bridgeModules  = []string{"veth", "bridge"}
+	macvlanModules = []string{"macvlan"}
+	ipvlanModules  = []string{"ipvlan"}
+)
+
+// Rows are the kernel family's rows of the mode table.
+var Rows = familyRows([]mode.Descriptor{
+	{Name: Host, Summary: "native baseline: the engine runs in the host's own namespace",
+		Available: mode.Always, New: newHostMode,
+		Guests: mode.Guests{Build: true}, Addresses: topo.HostAddresses},
+	{Name: Veth, Summary: "routed point-to-point veth pair, like the CNI ptp plugin",
+		Available: mode.Always, New: newVethMode,
+		Guests: mode.Guests{Build: true, Modules: vethModules}, Addresses: topo.SubnetAddresses},
+	{Name: Bridge, Summary: "veth pair into a Linux bridge on the host, like docker0",
+		Available: mode.Always, New: newBridgeMode,
+		Guests: mode.Guests{Build: true, Modules: bridgeModules}, Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses},
+	{Name: OVS, Summary: "veth pair into an Open vSwitch bridge on the host, run by cnbench's own daemons",
+		Available: ovsAvailable, Record: ovsRecord, New: newOVSMode,
+		Guests:    mode.Guests{Why: "Open vSwitch's daemons (ovsdb-server, ovs-vswitchd) and their libraries are not carried in the guest image"},
+		Uncounted: []string{"openvswitch"}, Addresses: topo.SubnetAddresses},
+	macvlanRow(Macvlan, "macvlan in bridge mode on the host's NIC"),
+	macvlanRow(MacvlanPrivate, "macvlan in private mode: endpoints on one NIC cannot talk"),
+	macvlanRow(MacvlanVEPA, "macvlan in VEPA mode: frames between endpoints hairpin at the switch"),
+	macvlanRow(MacvlanPassthru, "macvlan in passthru mode: one endpoint takes the NIC"),
+	ipvlanRow(IPVlan, "ipvlan in l2 mode on the host's NIC, sharing its MAC", topo.WireAddresses),
+	ipvlanRow(IPVlanL3, "ipvlan in l3 mode: the host routes for the endpoints, no ARP", topo.SubnetAddresses),
+	ipvlanRow(IPVlanL3S, "ipvlan in l3s mode: l3 through the host's netfilter hooks", topo.SubnetAddresses),
+	{Name: NAT, Summary: "bridge with masquerade; clients reach a DNAT'ed port on the server host's address, like docker run -p",
+		Available: natAvailable, New: newNATMode,
+		Guests:    mode.Guests{Why: "the guest image carries no nftables modules for the port mapping"},
+		Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses},
+	{Name: Overlay, Summary: "VXLAN between hosts: a bridge per host with a VTEP on its NIC, like Docker overlay and flannel",
+		Available: overlayAvailable, New: newOverlayMode,
+		Guests:    mode.Guests{Why: "the guest image carries no VXLAN module"},
+		Uncounted: []string{"bridge", "vxlan"}, Addresses: topo.OverlayAddresses},
+})
+
+func macvlanRow(name, summary string) mode.Descriptor {
+	return mode.Descriptor{Name: name, Summary: summary,
+		Available: func() error { return LinkAvailable(name) }, Supports: macvlanSupports(name), New: newMacvlanMode(name),
+		Guests:    mode.Guests{Build: true, Modules: macvlanModules, Supports: macvlanGuestSupports(name)},
+		Addresses: topo.WireAddresses}
+}
+
+func ipvlanRow(name, summary string, addrs topo.Addressing) mode.Descriptor {
+	return mode.Descriptor{Name: name, Summary: summary,
+		Available: func() error { return LinkAvailable(name) }, New: newIPVlanMode(name),
+		Guests: mode.Guests{Build: true, Modules: ipvlanModules}, Addresses: addrs}
+}
