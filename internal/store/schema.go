@@ -51,9 +51,9 @@ CREATE TABLE samples (
 	// before it was recorded, whose process is long gone.
 	`ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';`,
 	// 3: what a case's sampling came to (model.Outcome) apart from its
-	// parameters, which no longer change once the case is stored. Older
-	// cases kept stopped_by and retaken among their parameters; they move
-	// here. A JSON merge patch drops the members that are null, so a case
+	// parameters, which are fixed once the case is stored. Cases stored
+	// under schema 2 kept stopped_by and retaken among their parameters;
+	// they move here. A JSON merge patch drops the members that are null, so a case
 	// without them gets an empty outcome.
 	`
 ALTER TABLE cases ADD COLUMN outcome TEXT NOT NULL DEFAULT '{}';
