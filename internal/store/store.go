@@ -280,32 +280,27 @@ func (s *Store) SetCaseStatus(caseID int64, st model.Status, reason string) erro
 // SetCaseParams replaces a case's recorded parameters, for what is only
 // known once the case is placed, such as the machines it runs on.
 func (s *Store) SetCaseParams(caseID int64, p model.Params) error {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Errorf("set params of case %d: %w", caseID, err)
-	}
-	res, err := s.db.Exec(`UPDATE cases SET params = ? WHERE id = ?`, string(data), caseID)
-	if err != nil {
-		return fmt.Errorf("set params of case %d: %w", caseID, err)
-	}
-	if err := expectOneRow(res, ErrCaseNotFound); err != nil {
-		return fmt.Errorf("set params of case %d: %w", caseID, err)
-	}
-	return nil
+	return s.setCaseJSON(caseID, "params", p)
 }
 
 // SetCaseOutcome replaces what a case's sampling has come to so far.
 func (s *Store) SetCaseOutcome(caseID int64, o model.Outcome) error {
-	data, err := json.Marshal(o)
+	return s.setCaseJSON(caseID, "outcome", o)
+}
+
+// setCaseJSON replaces the JSON column of a case named column, one of
+// this file's own, with v.
+func (s *Store) setCaseJSON(caseID int64, column string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("set outcome of case %d: %w", caseID, err)
+		return fmt.Errorf("set %s of case %d: %w", column, caseID, err)
 	}
-	res, err := s.db.Exec(`UPDATE cases SET outcome = ? WHERE id = ?`, string(data), caseID)
+	res, err := s.db.Exec(`UPDATE cases SET `+column+` = ? WHERE id = ?`, string(data), caseID)
 	if err != nil {
-		return fmt.Errorf("set outcome of case %d: %w", caseID, err)
+		return fmt.Errorf("set %s of case %d: %w", column, caseID, err)
 	}
 	if err := expectOneRow(res, ErrCaseNotFound); err != nil {
-		return fmt.Errorf("set outcome of case %d: %w", caseID, err)
+		return fmt.Errorf("set %s of case %d: %w", column, caseID, err)
 	}
 	return nil
 }

@@ -27,6 +27,18 @@ func openTemp(t *testing.T) (*Store, string) {
 	return s, path
 }
 
+// openWithRun opens a temporary database holding one new run of the
+// named scenario.
+func openWithRun(t *testing.T, scenario string) (*Store, *model.Run) {
+	t.Helper()
+	s, _ := openTemp(t)
+	run := newRun(scenario, 0)
+	if err := s.CreateRun(run); err != nil {
+		t.Fatal(err)
+	}
+	return s, run
+}
+
 // started gives distinct times with a non-UTC zone and nanoseconds, the
 // parts a careless time encoding would lose.
 func started(minute int) time.Time {
@@ -61,11 +73,7 @@ func testCases() []model.Case {
 }
 
 func TestRoundTrip(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("bridge-vs-host", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "bridge-vs-host")
 	if run.ID == 0 {
 		t.Fatal("CreateRun did not set the id")
 	}
@@ -141,11 +149,7 @@ func normalizeTimes(r *model.RunResult) {
 }
 
 func TestUnfinishedRunHasZeroFinish(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	got, err := s.LoadRun(run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -181,11 +185,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestAddCasesIsAllOrNothing(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	cases := testCases()
 	cases[2].Index = cases[0].Index // violates UNIQUE (run, case index)
 	if err := s.AddCases(run.ID, cases); err == nil {
@@ -206,11 +206,7 @@ func TestAddCasesIsAllOrNothing(t *testing.T) {
 }
 
 func TestDuplicateSampleIndexIsRejected(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	cases := testCases()
 	if err := s.AddCases(run.ID, cases); err != nil {
 		t.Fatal(err)
@@ -225,11 +221,7 @@ func TestDuplicateSampleIndexIsRejected(t *testing.T) {
 }
 
 func TestNonFiniteValueIsRejectedByName(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	cases := testCases()
 	if err := s.AddCases(run.ID, cases); err != nil {
 		t.Fatal(err)
@@ -456,11 +448,7 @@ func TestRunsNewestFirstWithCounts(t *testing.T) {
 }
 
 func TestCaseOutcome(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("target", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "target")
 	cases := testCases()
 	cases[1].Outcome = model.Outcome{Retaken: 1}
 	if err := s.AddCases(run.ID, cases); err != nil {
@@ -517,7 +505,7 @@ INSERT INTO cases (run_id, case_index, key, mode, topology, workload, engine, pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	res, err := s.LoadRun(1)
 	if err != nil {
 		t.Fatal(err)
