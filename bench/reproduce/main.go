@@ -305,21 +305,36 @@ func median(runs map[string]*runInfo, r ref) (v float64, why string) {
 	return 0, "case not in run " + fmt.Sprint(ri.id)
 }
 
+// suiteNames are the study suites, in the order the tables list them.
+var suiteNames = []string{zhao, zudp, zvm, icc, win, hoy, zhang}
+
 func write(w *os.File, runs, quick map[string]*runInfo) {
+	fmt.Fprint(w, header)
+	writeRuns(w, runs, quick)
+	held, total := 0, 0
+	for _, s := range studies {
+		h, t := writeStudy(w, s, runs)
+		held, total = held+h, total+t
+	}
+	fmt.Fprintf(w, "\n%d of %d measured findings hold here.\n", held, total)
+}
+
+// writeRuns describes the machine and lists the runs the tables come
+// from, full and quick.
+func writeRuns(w *os.File, runs, quick map[string]*runInfo) {
 	var env *model.Environment
-	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
+	for _, name := range suiteNames {
 		if ri := runs[name]; ri != nil && env == nil {
 			env = &ri.res.Run.Env
 		}
 	}
-	fmt.Fprint(w, header)
 	if env != nil {
 		fmt.Fprintf(w, "\nMachine: %s, %d cores, %d NUMA node(s), %d MiB, kernel %s, cnbench %s.\n",
 			env.CPUModel, env.Cores, env.NUMANodes, env.MemoryMB, env.Kernel, env.Version)
 	}
 	fmt.Fprintln(w, "\n| suite | run | form | cases ok / skipped / failed | wall time |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
+	for _, name := range suiteNames {
 		ri := runs[name]
 		if ri == nil {
 			fmt.Fprintf(w, "| %s | none | | | |\n", name)
@@ -342,64 +357,74 @@ func write(w *os.File, runs, quick map[string]*runInfo) {
 	fmt.Fprintln(w, "\nThe quick forms (`cnbench run SUITE --quick`), on the same machine:")
 	fmt.Fprintln(w, "\n| suite | cases | wall time |")
 	fmt.Fprintln(w, "|---|---|---|")
-	for _, name := range []string{zhao, zudp, zvm, icc, win, hoy, zhang} {
+	for _, name := range suiteNames {
 		if ri := quick[name]; ri != nil {
 			fmt.Fprintf(w, "| %s | %d | %s |\n", name, len(ri.res.Cases), wall(ri))
 		}
 	}
-	held, total := 0, 0
-	for _, s := range studies {
-		fmt.Fprintf(w, "\n### %s\n\nSuites: %s.\n\n", s.title, s.suites)
-		if len(s.numbers) > 0 {
-			fmt.Fprintln(w, "| figure | published | here (median) |")
-			fmt.Fprintln(w, "|---|---|---|")
-			for _, n := range s.numbers {
-				v, why := median(runs, n.here)
-				here := human(n.here.metric, v)
-				if why != "" {
-					here = "n/a: " + esc(why)
-				}
-				fmt.Fprintf(w, "| %s | %s | %s |\n", n.what, n.published, here)
+}
+
+// writeStudy writes a study's figures and findings beside the medians
+// here, and counts the findings measured and those that hold.
+func writeStudy(w *os.File, s study, runs map[string]*runInfo) (held, total int) {
+	fmt.Fprintf(w, "\n### %s\n\nSuites: %s.\n\n", s.title, s.suites)
+	if len(s.numbers) > 0 {
+		fmt.Fprintln(w, "| figure | published | here (median) |")
+		fmt.Fprintln(w, "|---|---|---|")
+		for _, n := range s.numbers {
+			v, why := median(runs, n.here)
+			here := human(n.here.metric, v)
+			if why != "" {
+				here = "n/a: " + esc(why)
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, "| %s | %s | %s |\n", n.what, n.published, here)
 		}
-		fmt.Fprintln(w, "| finding | published | here: numerator / denominator (medians) | ratio here | holds here? |")
-		fmt.Fprintln(w, "|---|---|---|---|---|")
-		for _, f := range s.findings {
-			a, whyA := median(runs, f.num)
-			b, whyB := median(runs, f.den)
-			if whyA != "" || whyB != "" || b == 0 {
-				why := strings.TrimSpace(whyA + " " + whyB)
-				if f.why != "" && (strings.Contains(why, "skipped") || strings.Contains(why, "not in run")) {
-					why = f.why + " (" + why + ")"
-				}
-				fmt.Fprintf(w, "| %s | %s | n/a | n/a | not measured: %s |\n", f.claim, f.published, esc(why))
-				continue
-			}
-			ratio := a / b
-			ok := false
-			switch f.want {
-			case ">":
-				ok = ratio > 1
-			case "<":
-				ok = ratio < 1
-			case "~":
-				ok = ratio >= 0.8 && ratio <= 1.25
-			}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "| finding | published | here: numerator / denominator (medians) | ratio here | holds here? |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, f := range s.findings {
+		row, measured, holds := findingRow(f, runs)
+		fmt.Fprint(w, row)
+		if measured {
 			total++
-			verdict := "yes"
-			if ok {
-				held++
-			} else {
-				verdict = "no"
-				if f.why != "" {
-					verdict += ": " + f.why
-				}
-			}
-			fmt.Fprintf(w, "| %s | %s | %s / %s | %s | %s |\n", f.claim, f.published, human(f.num.metric, a), human(f.den.metric, b), ratioText(ratio), esc(verdict))
+		}
+		if holds {
+			held++
 		}
 	}
-	fmt.Fprintf(w, "\n%d of %d measured findings hold here.\n", held, total)
+	return held, total
+}
+
+// findingRow is a finding's table row, with whether both its medians
+// were measured and whether it holds here.
+func findingRow(f finding, runs map[string]*runInfo) (row string, measured, holds bool) {
+	a, whyA := median(runs, f.num)
+	b, whyB := median(runs, f.den)
+	if whyA != "" || whyB != "" || b == 0 {
+		why := strings.TrimSpace(whyA + " " + whyB)
+		if f.why != "" && (strings.Contains(why, "skipped") || strings.Contains(why, "not in run")) {
+			why = f.why + " (" + why + ")"
+		}
+		return fmt.Sprintf("| %s | %s | n/a | n/a | not measured: %s |\n", f.claim, f.published, esc(why)), false, false
+	}
+	ratio := a / b
+	switch f.want {
+	case ">":
+		holds = ratio > 1
+	case "<":
+		holds = ratio < 1
+	case "~":
+		holds = ratio >= 0.8 && ratio <= 1.25
+	}
+	verdict := "yes"
+	if !holds {
+		verdict = "no"
+		if f.why != "" {
+			verdict += ": " + f.why
+		}
+	}
+	return fmt.Sprintf("| %s | %s | %s / %s | %s | %s |\n", f.claim, f.published, human(f.num.metric, a), human(f.den.metric, b), ratioText(ratio), esc(verdict)), true, holds
 }
 
 // ratioText keeps two significant digits of a small ratio, which two

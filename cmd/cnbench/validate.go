@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"cnbench/internal/model"
 	"cnbench/internal/modes"
 	"cnbench/internal/placement"
 	"cnbench/internal/runner"
@@ -19,18 +19,21 @@ import (
 	"cnbench/internal/validate"
 )
 
+// validateFlags are validate's settings.
+type validateFlags struct {
+	modes    []string
+	topology string
+	samples  int
+	sampling samplingFlags
+	place    string
+	duration time.Duration
+	db       string
+	th       validate.Thresholds
+	quiet    bool
+}
+
 func newValidateCommand() *cobra.Command {
-	var (
-		modes    []string
-		topology string
-		samples  int
-		sampling samplingFlags
-		place    string
-		duration time.Duration
-		db       string
-		th       = validate.DefaultThresholds
-		quiet    bool
-	)
+	f := validateFlags{th: validate.DefaultThresholds}
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the native engine against iperf3, sockperf and the kernel's counters",
@@ -73,82 +76,125 @@ another run may land on the other side.`,
 		Example: `  cnbench validate
   cnbench validate --modes veth,bridge --duration 2s --max-samples 40`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(modes) == 0 {
-				modes = supportedModes()
-			}
-			if place == "" {
-				place = defaultValidatePlacement()
-			}
-			doc := fmt.Sprintf("name: validate\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [%s]\ntopologies: [%s]\nplacement: [%s]\n"+
-				"workloads:\n  - {type: tcp_stream, flows: 1, msg_size: 128K}\n  - {type: tcp_rr, request_size: 64, response_size: 64}\n"+
-				"  - {type: udp_rr, request_size: 64, response_size: 64}\n"+
-				"engines: [native, iperf3, sockperf, netperf]\n", duration.Milliseconds(), samples, strings.Join(modes, ", "), topology, place)
-			spec, err := scenario.Parse("validate", []byte(doc), vocabulary())
-			if err != nil {
-				return usageError(err)
-			}
-			if os.Geteuid() != 0 {
-				return errors.New("validate needs root: it creates network namespaces, links and cgroups")
-			}
-			if db == "" {
-				dir, err := os.MkdirTemp("", "cnb-validate-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				db = filepath.Join(dir, "validate.db")
-			}
-			st, err := store.Open(db)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := sampling.check(samples); err != nil {
-				return err
-			}
-			opts := runner.Options{Decide: validate.Decide(th)}
-			sampling.apply(&opts)
-			if !quiet {
-				opts.Progress = cmd.ErrOrStderr()
-			}
-			r, err := runner.New(st, opts)
-			if err != nil {
-				return err
-			}
-			id, runErr := r.Run(cmd.Context(), spec)
-			if err := errors.Join(runErr, r.Close()); err != nil {
-				return err
-			}
-			res, err := st.LoadRun(id)
-			if err != nil {
-				return err
-			}
-			checks := validate.Compare(res, th)
-			printChecks(cmd, checks)
-			for _, c := range checks {
-				if !c.OK() {
-					return errors.New("the engines or the counters disagree beyond the thresholds (marked DISAGREE above)")
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runValidate(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
-	fl.StringVar(&topology, "topology", "chc", "topology to validate on")
-	fl.IntVar(&samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
-	sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: true},
+	fl.StringSliceVar(&f.modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
+	fl.StringVar(&f.topology, "topology", "chc", "topology to validate on")
+	fl.IntVar(&f.samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
+	f.sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: true},
 		"also stop an engine's case once its own 95% confidence interval is within PCT % of its mean (0: only when its verdict is settled)",
 		"most samples per engine and workload, when the verdict does not settle sooner")
-	fl.StringVar(&place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")
-	fl.DurationVar(&duration, "duration", time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
-	fl.StringVar(&db, "db", "", "keep the validation run in this database (default: a temporary one)")
-	fl.Float64Var(&th.Throughput, "throughput-threshold", th.Throughput, "tolerated relative throughput disagreement")
-	fl.Float64Var(&th.Latency, "latency-threshold", th.Latency, "tolerated relative latency disagreement")
-	fl.Float64Var(&th.Wire, "wire-threshold", th.Wire, "tolerated relative disagreement with the interface counters")
-	fl.BoolVarP(&quiet, "quiet", "q", false, "print no progress")
+	fl.StringVar(&f.place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")
+	fl.DurationVar(&f.duration, "duration", time.Second, "length of each sample, in whole seconds (iperf3 and sockperf need them)")
+	fl.StringVar(&f.db, "db", "", "keep the validation run in this database (default: a temporary one)")
+	fl.Float64Var(&f.th.Throughput, "throughput-threshold", f.th.Throughput, "tolerated relative throughput disagreement")
+	fl.Float64Var(&f.th.Latency, "latency-threshold", f.th.Latency, "tolerated relative latency disagreement")
+	fl.Float64Var(&f.th.Wire, "wire-threshold", f.th.Wire, "tolerated relative disagreement with the interface counters")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress")
 	return cmd
+}
+
+// runValidate runs the validation scenario, prints its checks, and fails
+// when one of them disagrees.
+func runValidate(cmd *cobra.Command, f validateFlags) error {
+	if len(f.modes) == 0 {
+		f.modes = supportedModes()
+	}
+	if f.place == "" {
+		f.place = defaultValidatePlacement()
+	}
+	spec, err := validateSpec(f)
+	if err != nil {
+		return usageError(err)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("validate needs root: it creates network namespaces, links and cgroups")
+	}
+	if f.db == "" {
+		dir, err := os.MkdirTemp("", "cnb-validate-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		f.db = filepath.Join(dir, "validate.db")
+	}
+	st, err := store.Open(f.db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := f.sampling.check(f.samples); err != nil {
+		return err
+	}
+	res, err := runValidation(cmd, st, spec, f)
+	if err != nil {
+		return err
+	}
+	checks := validate.Compare(res, f.th)
+	printChecks(cmd, checks)
+	for _, c := range checks {
+		if !c.OK() {
+			return errors.New("the engines or the counters disagree beyond the thresholds (marked DISAGREE above)")
+		}
+	}
+	return nil
+}
+
+// runValidation runs spec into st, letting validate's verdicts end each
+// path's turns, and returns what it stored.
+func runValidation(cmd *cobra.Command, st *store.Store, spec *scenario.Spec, f validateFlags) (*model.RunResult, error) {
+	opts := runner.Options{Decide: validate.Decide(f.th)}
+	f.sampling.apply(&opts)
+	if !f.quiet {
+		opts.Progress = cmd.ErrOrStderr()
+	}
+	r, err := runner.New(st, opts)
+	if err != nil {
+		return nil, err
+	}
+	id, runErr := r.Run(cmd.Context(), spec)
+	if err := errors.Join(runErr, r.Close()); err != nil {
+		return nil, err
+	}
+	return st.LoadRun(id)
+}
+
+// validateEngines are the engines validate holds to each other: the
+// native engine and every reference a comparison of package validate
+// names.
+var validateEngines = []string{"native", "iperf3", "sockperf", "netperf"}
+
+// validateSpec is the validation scenario: on each mode, one TCP stream
+// of 128 KiB writes and TCP and UDP round trips of 64 bytes, every engine
+// on every workload, after a warm-up of a second.
+func validateSpec(f validateFlags) (*scenario.Spec, error) {
+	v := vocabulary()
+	topologies := []string{f.topology}
+	if err := errors.Join(
+		scenario.CheckNames("--modes", "mode", f.modes, v.Modes),
+		scenario.CheckNames("--topology", "topology", topologies, v.Topologies),
+		scenario.CheckNames("engines", "engine", validateEngines, v.Engines),
+	); err != nil {
+		return nil, err
+	}
+	spec := &scenario.Spec{
+		Name:       "validate",
+		Modes:      f.modes,
+		Topologies: []scenario.Topology{{Name: f.topology}},
+		Workloads: []scenario.Workload{
+			{Type: "tcp_stream", Flows: []int{1}, MsgSizes: []int{128 << 10}},
+			{Type: "tcp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},
+			{Type: "udp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},
+		},
+		Engines: validateEngines,
+	}
+	warmup := time.Second
+	o := scenario.Overrides{Duration: &f.duration, Warmup: &warmup, Samples: &f.samples, Placements: []string{f.place}}
+	if err := spec.Apply(o); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 // defaultValidatePlacement pins the sender and the receiver to a core

@@ -1,17 +1,71 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"cnbench/internal/scenario"
 	"cnbench/internal/testutil"
 )
+
+// TestValidateSpec holds the scenario validate builds to the one a file
+// with its settings gives, and its flags' mistakes to errors naming the
+// flag.
+func TestValidateSpec(t *testing.T) {
+	f := validateFlags{modes: []string{"veth", "bridge"}, topology: "chhc", samples: 3, place: "different_cores", duration: 1500 * time.Millisecond}
+	got, err := validateSpec(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `name: validate
+duration: 1500ms
+warmup: 1s
+samples: 3
+modes: [veth, bridge]
+topologies: [chhc]
+placement: [different_cores]
+workloads:
+  - {type: tcp_stream, flows: 1, msg_size: 128K}
+  - {type: tcp_rr, request_size: 64, response_size: 64}
+  - {type: udp_rr, request_size: 64, response_size: 64}
+engines: [native, iperf3, sockperf, netperf]
+`
+	want, err := scenario.Parse("", []byte(doc), vocabulary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("validate's scenario\n got %+v\nwant %+v", got, want)
+	}
+
+	for _, tt := range []struct {
+		edit func(*validateFlags)
+		flag string
+	}{
+		{func(f *validateFlags) { f.modes = []string{"bridge", "nope"} }, "--modes"},
+		{func(f *validateFlags) { f.topology = "nope" }, "--topology"},
+		{func(f *validateFlags) { f.samples = 0 }, "--samples"},
+		{func(f *validateFlags) { f.duration = 0 }, "--duration"},
+		{func(f *validateFlags) { f.place = "nowhere" }, "--placement"},
+	} {
+		bad := f
+		tt.edit(&bad)
+		_, err := validateSpec(bad)
+		var se *scenario.Error
+		if !errors.As(err, &se) || se.Path != tt.flag {
+			t.Errorf("%s: got %v, want an error naming the flag", tt.flag, err)
+		}
+	}
+}
 
 // TestValidateFlagsWhatItCannotVouchFor runs validate on the bridge mode
 // with a throughput threshold of zero, which no two engines meet: it must

@@ -37,18 +37,44 @@ func (r Removed) Empty() bool {
 // left alone.
 func Sweep() (Removed, error) {
 	var r Removed
-	var errs []error
-	hier, herr := cpu.FindHierarchy()
+	l, errs := findLeftovers()
+	dead := l.deadTokens()
+	l.killProcesses(dead, &r)
+	for tok, isDead := range dead {
+		if isDead {
+			errs = append(errs, sweepShimSockets(tok), sweepDaemons(tok, &r), sweepCgroupTrees(tok), sweepDirs(tok))
+		}
+	}
+	errs = append(errs, l.remove(dead, &r)...)
+	sort.Strings(r.Processes)
+	sort.Strings(r.Tokens)
+	return r, errors.Join(errs...)
+}
 
-	namespaces, err := netns.List()
+// leftovers are the namespaces and cgroups of every run, live or dead,
+// that a sweep finds.
+type leftovers struct {
+	hier       cpu.Hierarchy
+	namespaces []string
+	cgroups    []string
+}
+
+// findLeftovers lists the runs' namespaces and, where the machine has a
+// cgroup hierarchy, their cgroups.
+func findLeftovers() (l leftovers, errs []error) {
+	var err error
+	l.namespaces, err = netns.List()
 	errs = append(errs, err)
-	var cgroups []string
-	if herr == nil {
-		cgroups, err = hier.List(netns.Prefix + "-")
+	if l.hier, err = cpu.FindHierarchy(); err == nil {
+		l.cgroups, err = l.hier.List(netns.Prefix + "-")
 		errs = append(errs, err)
 	}
-	owners, _ := filepath.Glob(filepath.Join(StateDir, "*.json"))
+	return l, errs
+}
 
+// deadTokens tells, for every run token something of cnbench's carries,
+// whether its owner is gone.
+func (l leftovers) deadTokens() map[netns.Token]bool {
 	dead := map[netns.Token]bool{}
 	consider := func(tok netns.Token) {
 		if !tok.Valid() {
@@ -60,12 +86,13 @@ func Sweep() (Removed, error) {
 		o, err := readOwner(tok)
 		dead[tok] = err != nil || !o.Alive()
 	}
-	for _, n := range namespaces {
+	for _, n := range l.namespaces {
 		consider(netns.TokenOf(n))
 	}
-	for _, c := range cgroups {
+	for _, c := range l.cgroups {
 		consider(netns.TokenOf(c))
 	}
+	owners, _ := filepath.Glob(filepath.Join(StateDir, "*.json"))
 	for _, f := range owners {
 		consider(netns.Token(strings.TrimSuffix(filepath.Base(f), ".json")))
 	}
@@ -80,17 +107,22 @@ func Sweep() (Removed, error) {
 			consider(netns.TokenOf(filepath.Base(d)))
 		}
 	}
+	return dead
+}
 
-	// Processes first: a namespace or cgroup with a process in it lives on.
+// killProcesses kills every process in a dead run's cgroups and
+// namespaces, and waits a while for them to go: a namespace or cgroup
+// with a process in it lives on.
+func (l leftovers) killProcesses(dead map[netns.Token]bool, r *Removed) {
 	pids := map[int]string{}
-	for _, c := range cgroups {
+	for _, c := range l.cgroups {
 		if dead[netns.TokenOf(c)] {
-			for _, pid := range cgroupPIDs(filepath.Join(hier.Root, c)) {
+			for _, pid := range cgroupPIDs(filepath.Join(l.hier.Root, c)) {
 				pids[pid] = "cgroup " + c
 			}
 		}
 	}
-	for _, n := range namespaces {
+	for _, n := range l.namespaces {
 		if dead[netns.TokenOf(n)] {
 			for _, pid := range namespacePIDs(filepath.Join(netns.RunDir, n)) {
 				pids[pid] = "namespace " + n
@@ -106,13 +138,13 @@ func Sweep() (Removed, error) {
 		}
 	}
 	waitGone(pids, 2*time.Second)
-	for tok, isDead := range dead {
-		if isDead {
-			errs = append(errs, sweepShimSockets(tok), sweepDaemons(tok, &r), sweepCgroupTrees(tok), sweepDirs(tok))
-		}
-	}
+}
 
-	for _, n := range namespaces {
+// remove deletes the dead runs' namespaces and cgroups, then releases
+// their tokens.
+func (l leftovers) remove(dead map[netns.Token]bool, r *Removed) []error {
+	var errs []error
+	for _, n := range l.namespaces {
 		if dead[netns.TokenOf(n)] {
 			if err := netns.DeleteNamed(n); err != nil {
 				errs = append(errs, err)
@@ -121,9 +153,9 @@ func Sweep() (Removed, error) {
 			r.Namespaces = append(r.Namespaces, n)
 		}
 	}
-	for _, c := range cgroups {
+	for _, c := range l.cgroups {
 		if dead[netns.TokenOf(c)] {
-			if err := removeCgroup(hier, c, 3*time.Second); err != nil {
+			if err := removeCgroup(l.hier, c, 3*time.Second); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -136,9 +168,7 @@ func Sweep() (Removed, error) {
 			r.Tokens = append(r.Tokens, string(tok))
 		}
 	}
-	sort.Strings(r.Processes)
-	sort.Strings(r.Tokens)
-	return r, errors.Join(errs...)
+	return errs
 }
 
 // removeCgroup removes a dead run's cgroup. A process killed a moment ago

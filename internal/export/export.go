@@ -31,7 +31,10 @@ const FormatName = "cnbench-run"
 //   - 2: adds "exported", "generator" and "metrics", the unit and
 //     direction of every metric the file holds, so the file reads
 //     without cnbench's source at hand.
-const Version = 2
+//   - 3: a case's "stopped_by" and "retaken" move from its "params" to
+//     its "outcome", so that params hold only what the case was asked
+//     to measure.
+const Version = 3
 
 var (
 	// ErrNotExport reports a file that is not a cnbench export.
@@ -102,6 +105,56 @@ var upgrades = map[int]func(doc map[string]json.RawMessage) error{
 		doc["generator"] = json.RawMessage(`"unknown (version 1 export)"`)
 		return nil
 	},
+	2: func(doc map[string]json.RawMessage) error {
+		var cases []map[string]json.RawMessage
+		if err := json.Unmarshal(doc["cases"], &cases); err != nil {
+			return fmt.Errorf("cases: %w", err)
+		}
+		for i, c := range cases {
+			if err := moveOutcome(c); err != nil {
+				return fmt.Errorf("case %d: %w", i, err)
+			}
+		}
+		b, err := json.Marshal(cases)
+		if err != nil {
+			return err
+		}
+		doc["cases"] = b
+		return nil
+	},
+}
+
+// outcomeFields are the members of a case's params that version 3 moved
+// to its outcome.
+var outcomeFields = []string{"stopped_by", "retaken"}
+
+// moveOutcome moves a version 2 case's outcome out of its params, in
+// place; a case without one gets none.
+func moveOutcome(c map[string]json.RawMessage) error {
+	raw, ok := c["params"]
+	if !ok {
+		return nil
+	}
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &params); err != nil {
+		return fmt.Errorf("params: %w", err)
+	}
+	outcome := map[string]json.RawMessage{}
+	for _, name := range outcomeFields {
+		if v, ok := params[name]; ok {
+			outcome[name] = v
+			delete(params, name)
+		}
+	}
+	if len(outcome) == 0 {
+		return nil
+	}
+	var err error
+	if c["params"], err = json.Marshal(params); err != nil {
+		return err
+	}
+	c["outcome"], err = json.Marshal(outcome)
+	return err
 }
 
 // Read reads an export of any version up to Version.

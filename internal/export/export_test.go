@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"reflect"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"cnbench/internal/model"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestReadVersion1(t *testing.T) {
 	res, err := ReadFile("testdata/run-v1.json")
@@ -59,6 +62,57 @@ func TestVersion1IsUpgraded(t *testing.T) {
 	}
 	if !reflect.DeepEqual(f.Metrics, want) {
 		t.Errorf("metrics = %v, want %v", f.Metrics, want)
+	}
+}
+
+// TestVersion2IsUpgraded reads a version 2 export, whose cases kept
+// their outcome among their params, and holds the upgraded document to
+// testdata/run-v2-upgraded.json (go test -update rewrites it).
+func TestVersion2IsUpgraded(t *testing.T) {
+	raw, err := os.ReadFile("testdata/run-v2.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, f, err := Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != Version || f.Generator != "cnbench 0.2.0" || !f.Exported.Equal(time.Date(2025, 6, 2, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("head = version %d, generator %q, exported %v", f.Version, f.Generator, f.Exported)
+	}
+	want := []model.Outcome{{StoppedBy: "target_ci", Retaken: 1}, {StoppedBy: "max_samples"}, {}}
+	if len(res.Cases) != len(want) {
+		t.Fatalf("%d cases, want %d", len(res.Cases), len(want))
+	}
+	for i, w := range want {
+		if got := res.Cases[i].Outcome; got != w {
+			t.Errorf("case %d: outcome %+v, want %+v", i, got, w)
+		}
+	}
+	if p := res.Cases[0].Params; p.TargetCIPct != 2 || p.MaxSamples != 3 || p.MaxStealPct != 2 || p.Samples != 2 {
+		t.Errorf("case 0: params %+v lost what the case was asked", p)
+	}
+	if n := len(res.Cases[1].Samples); n != 3 {
+		t.Errorf("case 1: %d samples, want 3", n)
+	}
+
+	got, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	const golden = "testdata/run-v2-upgraded.json"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantDoc, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, wantDoc) {
+		t.Errorf("upgraded version 2 export differs from %s (go test -update rewrites it):\n%s", golden, got)
 	}
 }
 

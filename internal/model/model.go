@@ -82,22 +82,19 @@ type Params struct {
 	Samples       int    `json:"samples,omitempty"`
 	// With a target confidence interval, sampling goes on past Samples
 	// until the primary metric's 95% interval half-width is within
-	// TargetCIPct % of its mean, or MaxSamples are taken; StoppedBy says
-	// which ("target_ci" or "max_samples"; "decided" when the runner's
-	// Decide settled its path, "time_budget" as below).
+	// TargetCIPct % of its mean, or MaxSamples are taken; the case's
+	// Outcome.StoppedBy says which.
 	TargetCIPct float64 `json:"target_ci_pct,omitempty"`
 	MaxSamples  int     `json:"max_samples,omitempty"`
-	StoppedBy   string  `json:"stopped_by,omitempty"`
 	// TimeBudgetMS, when positive, ends the sampling of a path (its
 	// engines' cases together) once it has its samples and has sampled
-	// this long, short of MaxSamples; StoppedBy says "time_budget".
+	// this long, short of MaxSamples.
 	TimeBudgetMS int64 `json:"time_budget_ms,omitempty"`
 	// With MaxStealPct, a sample during which the hypervisor took more
 	// than this much CPU time (in % of one core) from the machine is
-	// taken again, as often as the case has samples to take; Retaken
-	// counts the samples so dropped.
+	// taken again, as often as the case has samples to take; the case's
+	// Outcome.Retaken counts the samples so dropped.
 	MaxStealPct float64 `json:"max_steal_pct,omitempty"`
-	Retaken     int     `json:"retaken,omitempty"`
 	// KeepCPUsAwake: the run kept this machine's CPUs from idling with
 	// spinners of the lowest priority (package awake), which takes the
 	// CPUs' wake-up time out of round trips.
@@ -112,18 +109,37 @@ func (p Params) Comparable() Params {
 	return p
 }
 
-// Case is one point of the scenario's matrix.
+// Case is one point of the scenario's matrix. Its mode, topology,
+// workload, engine and Params are what the case was asked to measure;
+// Status and Reason say where it stands, from pending to ok, skipped or
+// failed; Outcome is what its sampling came to.
 type Case struct {
-	ID       int64  `json:"-"`
-	Index    int    `json:"index"`
-	Key      string `json:"key"` // stable identity of the case within a scenario
-	Mode     string `json:"mode"`
-	Topology string `json:"topology"`
-	Workload string `json:"workload"`
-	Engine   string `json:"engine"`
-	Params   Params `json:"params"`
-	Status   Status `json:"status"`
-	Reason   string `json:"reason,omitempty"`
+	ID       int64   `json:"-"`
+	Index    int     `json:"index"`
+	Key      string  `json:"key"` // stable identity of the case within a scenario
+	Mode     string  `json:"mode"`
+	Topology string  `json:"topology"`
+	Workload string  `json:"workload"`
+	Engine   string  `json:"engine"`
+	Params   Params  `json:"params"`
+	Status   Status  `json:"status"`
+	Reason   string  `json:"reason,omitempty"`
+	Outcome  Outcome `json:"outcome,omitzero"`
+}
+
+// Outcome is what sampling a case came to, beside the samples
+// themselves. It is written while the case runs, so two cases with the
+// same inputs are the same case whatever their outcomes.
+type Outcome struct {
+	// StoppedBy is the rule that ended sampling past the case's Samples:
+	// "target_ci" (Params.TargetCIPct reached), "max_samples", "decided"
+	// (the runner's Decide settled the case's path) or "time_budget"
+	// (Params.TimeBudgetMS spent). Empty when the case took just its
+	// Samples.
+	StoppedBy string `json:"stopped_by,omitempty"`
+	// Retaken counts the samples taken again because the hypervisor
+	// stole more CPU time than Params.MaxStealPct during them.
+	Retaken int `json:"retaken,omitempty"`
 }
 
 // Interval is a slice of a sample, normally one second long.

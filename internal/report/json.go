@@ -37,6 +37,7 @@ type jsonCase struct {
 	Engine      string                `json:"engine"`
 	Status      model.Status          `json:"status"`
 	Reason      string                `json:"reason,omitempty"`
+	Outcome     model.Outcome         `json:"outcome,omitzero"`
 	Metrics     map[string]jsonMetric `json:"metrics"`
 	OverheadPct map[string]float64    `json:"overhead_pct,omitempty"`
 }
@@ -72,7 +73,7 @@ func (r *Report) toJSON() jsonReport {
 	for _, c := range r.Cases {
 		jc := jsonCase{
 			Index: c.Index, Key: c.Key, Mode: c.Mode, Topology: c.Topology, Workload: c.Workload,
-			Params: c.Params, Engine: c.Engine, Status: c.Status, Reason: c.Reason,
+			Params: c.Params, Engine: c.Engine, Status: c.Status, Reason: c.Reason, Outcome: c.Outcome,
 			Metrics:     make(map[string]jsonMetric, len(c.Metrics)),
 			OverheadPct: c.OverheadPct,
 		}

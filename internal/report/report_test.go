@@ -405,6 +405,40 @@ func TestOverheadNeedsMatchingBaseline(t *testing.T) {
 	}
 }
 
+// TestOutcomeIsNotAParameter: a host case that sampled longer or retook
+// samples is still the baseline of the same case in another mode, and
+// the JSON layout shows its outcome apart from its params.
+func TestOutcomeIsNotAParameter(t *testing.T) {
+	res := fixture(t)
+	res.Cases[0].Outcome = model.Outcome{StoppedBy: "max_samples", Retaken: 2}
+	rep := Build(res)
+	if rep.Cases[1].OverheadPct == nil {
+		t.Error("no overhead against a host case that retook samples")
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []struct {
+			Params  map[string]any `json:"params"`
+			Outcome map[string]any `json:"outcome"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Cases[0].Outcome; got["stopped_by"] != "max_samples" || got["retaken"] != float64(2) {
+		t.Errorf("host case outcome = %v", got)
+	}
+	if _, ok := doc.Cases[0].Params["stopped_by"]; ok {
+		t.Errorf("host case params hold its outcome: %v", doc.Cases[0].Params)
+	}
+	if doc.Cases[1].Outcome != nil {
+		t.Errorf("bridge case outcome = %v, want none", doc.Cases[1].Outcome)
+	}
+}
+
 func TestSkippedCaseHasNoMetrics(t *testing.T) {
 	rep := Build(fixture(t))
 	for _, i := range []int{4, 5} {

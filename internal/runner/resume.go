@@ -90,8 +90,8 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 		// nothing to measure.
 		if stop, stoppedBy := enoughSamples(c.Params, primaries(c, prior[i])); stop {
 			if stoppedBy != "" {
-				c.Params.StoppedBy = stoppedBy
-				if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+				c.Outcome.StoppedBy = stoppedBy
+				if err := r.store.SetCaseOutcome(c.ID, c.Outcome); err != nil {
 					return err
 				}
 			}

@@ -350,8 +350,8 @@ func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path
 	i := len(*taken)
 	if stop, stoppedBy := enoughSamples(c.Params, primaries(c, *taken)); stop {
 		if stoppedBy != "" {
-			c.Params.StoppedBy = stoppedBy
-			if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+			c.Outcome.StoppedBy = stoppedBy
+			if err := r.store.SetCaseOutcome(c.ID, c.Outcome); err != nil {
 				return false, &storeError{err}
 			}
 		}
@@ -368,11 +368,11 @@ func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path
 		if err != nil {
 			return false, fmt.Errorf("sample %d: %w", i+1, err)
 		}
-		if !disturbed(c.Params, s) {
+		if !disturbed(c.Params, c.Outcome.Retaken, s) {
 			break
 		}
-		c.Params.Retaken++
-		if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
+		c.Outcome.Retaken++
+		if err := r.store.SetCaseOutcome(c.ID, c.Outcome); err != nil {
 			return false, &storeError{err}
 		}
 		r.prog.Retake(c, i, s.Values[model.CPUStealPct])
@@ -403,11 +403,11 @@ func (r *Runner) order(n int, seed int64) []int {
 }
 
 // disturbed reports whether a sample is to be taken again because the
-// hypervisor took more CPU during it than the case tolerates. A case
-// drops at most as many samples as it may take, so it ends after twice
-// its samples at most.
-func disturbed(p model.Params, s model.Sample) bool {
-	return p.MaxStealPct > 0 && s.Values[model.CPUStealPct] > p.MaxStealPct && p.Retaken < max(p.Samples, p.MaxSamples)
+// hypervisor took more CPU during it than the case tolerates, after it
+// retook retaken samples. A case drops at most as many samples as it may
+// take, so it ends after twice its samples at most.
+func disturbed(p model.Params, retaken int, s model.Sample) bool {
+	return p.MaxStealPct > 0 && s.Values[model.CPUStealPct] > p.MaxStealPct && retaken < max(p.Samples, p.MaxSamples)
 }
 
 // enoughSamples decides, before the next sample, whether a case with the

@@ -402,21 +402,22 @@ func TestDisturbedSamplesAreRetakenWithinBounds(t *testing.T) {
 		return model.Sample{Values: map[string]float64{model.CPUStealPct: pct}}
 	}
 	p := model.Params{Samples: 3, MaxStealPct: 2}
-	if disturbed(p, stolen(2)) {
+	retaken := 0
+	if disturbed(p, retaken, stolen(2)) {
 		t.Error("a sample at the limit was retaken")
 	}
-	if !disturbed(p, stolen(2.5)) {
+	if !disturbed(p, retaken, stolen(2.5)) {
 		t.Error("a sample over the limit was kept")
 	}
-	if disturbed(model.Params{Samples: 3}, stolen(50)) {
+	if disturbed(model.Params{Samples: 3}, retaken, stolen(50)) {
 		t.Error("retaken without a limit set")
 	}
-	p.Retaken = 3
-	if disturbed(p, stolen(50)) {
+	retaken = 3
+	if disturbed(p, retaken, stolen(50)) {
 		t.Error("a fixed count of 3 retook a fourth sample")
 	}
 	p.TargetCIPct, p.MaxSamples = 1, 10
-	if !disturbed(p, stolen(50)) {
+	if !disturbed(p, retaken, stolen(50)) {
 		t.Error("a case that may take 10 samples stopped retaking after 3")
 	}
 }
@@ -457,8 +458,8 @@ engines: [native, iperf3, sockperf]
 		if c.Workload == "tcp_rr" {
 			want, stoppedBy = 4, "max_samples"
 		}
-		if c.Status != model.StatusOK || len(c.Samples) != want || c.Params.StoppedBy != stoppedBy {
-			t.Errorf("%s: %s with %d samples, stopped by %q; want %d samples, stopped by %q", c.Key, c.Status, len(c.Samples), c.Params.StoppedBy, want, stoppedBy)
+		if c.Status != model.StatusOK || len(c.Samples) != want || c.Outcome.StoppedBy != stoppedBy {
+			t.Errorf("%s: %s with %d samples, stopped by %q; want %d samples, stopped by %q", c.Key, c.Status, len(c.Samples), c.Outcome.StoppedBy, want, stoppedBy)
 		}
 	}
 	// Asked only with every engine at its samples and the counts in
@@ -493,8 +494,8 @@ engines: [native, iperf3]
 	took := time.Since(began)
 	var counts []int
 	for _, c := range res.Cases {
-		if c.Status != model.StatusOK || c.Params.StoppedBy != "time_budget" || c.Params.TimeBudgetMS != 3000 {
-			t.Errorf("%s: %s %s, stopped by %q, budget %d ms; want ok, stopped by the 3000 ms budget", c.Key, c.Status, c.Reason, c.Params.StoppedBy, c.Params.TimeBudgetMS)
+		if c.Status != model.StatusOK || c.Outcome.StoppedBy != "time_budget" || c.Params.TimeBudgetMS != 3000 {
+			t.Errorf("%s: %s %s, stopped by %q, budget %d ms; want ok, stopped by the 3000 ms budget", c.Key, c.Status, c.Reason, c.Outcome.StoppedBy, c.Params.TimeBudgetMS)
 		}
 		counts = append(counts, len(c.Samples))
 	}

@@ -24,11 +24,9 @@ import (
 // per case, so they run one after the other as before.
 
 // pathKey is what identifies the path a case measures: everything but
-// its engine and what its own sampling recorded.
+// its engine.
 func pathKey(c *model.Case) string {
-	p := c.Params
-	p.StoppedBy, p.Retaken = "", 0
-	b, _ := json.Marshal(p) // Params holds only plain fields
+	b, _ := json.Marshal(c.Params) // Params holds only plain fields
 	return c.Mode + "\x00" + c.Topology + "\x00" + c.Workload + "\x00" + string(b)
 }
 
@@ -232,8 +230,8 @@ func pairedTurns(live []*turn) (cs []*model.Case, samples [][]model.Sample, inSt
 func (r *Runner) stopTurns(live []*turn, why string) error {
 	for _, t := range live {
 		t.done = true
-		t.c.Params.StoppedBy = why
-		if err := r.store.SetCaseParams(t.c.ID, t.c.Params); err != nil {
+		t.c.Outcome.StoppedBy = why
+		if err := r.store.SetCaseOutcome(t.c.ID, t.c.Outcome); err != nil {
 			err = &storeError{err}
 			for _, u := range live {
 				u.err = err

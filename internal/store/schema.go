@@ -50,6 +50,20 @@ CREATE TABLE samples (
 	// whose process was killed from one still going. Empty for runs made
 	// before it was recorded, whose process is long gone.
 	`ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT '';`,
+	// 3: what a case's sampling came to (model.Outcome) apart from its
+	// parameters, which are fixed once the case is stored. Cases stored
+	// under schema 2 kept stopped_by and retaken among their parameters;
+	// they move here. A JSON merge patch drops the members that are null, so a case
+	// without them gets an empty outcome.
+	`
+ALTER TABLE cases ADD COLUMN outcome TEXT NOT NULL DEFAULT '{}';
+UPDATE cases SET
+	outcome = json_patch('{}', json_object(
+		'stopped_by', json_extract(params, '$.stopped_by'),
+		'retaken', json_extract(params, '$.retaken'))),
+	params = json_remove(params, '$.stopped_by', '$.retaken')
+WHERE json_type(params, '$.stopped_by') IS NOT NULL OR json_type(params, '$.retaken') IS NOT NULL;
+`,
 }
 
 // schemaVersion is the newest schema this binary understands.

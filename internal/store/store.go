@@ -222,8 +222,8 @@ func (s *Store) AddCases(runID int64, cases []model.Case) error {
 	if err := runExists(tx, runID); err != nil {
 		return fmt.Errorf("add cases to run %d: %w", runID, err)
 	}
-	stmt, err := tx.Prepare(`INSERT INTO cases (run_id, case_index, key, mode, topology, workload, engine, params, status, reason)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.Prepare(`INSERT INTO cases (run_id, case_index, key, mode, topology, workload, engine, params, status, reason, outcome)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("add cases to run %d: %w", runID, err)
 	}
@@ -234,7 +234,11 @@ func (s *Store) AddCases(runID int64, cases []model.Case) error {
 		if err != nil {
 			return fmt.Errorf("add case %d to run %d: encode params: %w", c.Index, runID, err)
 		}
-		res, err := stmt.Exec(runID, c.Index, c.Key, c.Mode, c.Topology, c.Workload, c.Engine, string(params), string(c.Status), c.Reason)
+		outcome, err := json.Marshal(c.Outcome)
+		if err != nil {
+			return fmt.Errorf("add case %d to run %d: encode outcome: %w", c.Index, runID, err)
+		}
+		res, err := stmt.Exec(runID, c.Index, c.Key, c.Mode, c.Topology, c.Workload, c.Engine, string(params), string(c.Status), c.Reason, string(outcome))
 		if err != nil {
 			return fmt.Errorf("add case %d to run %d: %w", c.Index, runID, err)
 		}
@@ -274,18 +278,29 @@ func (s *Store) SetCaseStatus(caseID int64, st model.Status, reason string) erro
 }
 
 // SetCaseParams replaces a case's recorded parameters, for what is only
-// known once the case has run, such as why its sampling stopped.
+// known once the case is placed, such as the machines it runs on.
 func (s *Store) SetCaseParams(caseID int64, p model.Params) error {
-	data, err := json.Marshal(p)
+	return s.setCaseJSON(caseID, "params", p)
+}
+
+// SetCaseOutcome replaces what a case's sampling has come to so far.
+func (s *Store) SetCaseOutcome(caseID int64, o model.Outcome) error {
+	return s.setCaseJSON(caseID, "outcome", o)
+}
+
+// setCaseJSON replaces the JSON column of a case named column, one of
+// this file's own, with v.
+func (s *Store) setCaseJSON(caseID int64, column string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("set params of case %d: %w", caseID, err)
+		return fmt.Errorf("set %s of case %d: %w", column, caseID, err)
 	}
-	res, err := s.db.Exec(`UPDATE cases SET params = ? WHERE id = ?`, string(data), caseID)
+	res, err := s.db.Exec(`UPDATE cases SET `+column+` = ? WHERE id = ?`, string(data), caseID)
 	if err != nil {
-		return fmt.Errorf("set params of case %d: %w", caseID, err)
+		return fmt.Errorf("set %s of case %d: %w", column, caseID, err)
 	}
 	if err := expectOneRow(res, ErrCaseNotFound); err != nil {
-		return fmt.Errorf("set params of case %d: %w", caseID, err)
+		return fmt.Errorf("set %s of case %d: %w", column, caseID, err)
 	}
 	return nil
 }
@@ -401,7 +416,7 @@ func loadRun(tx *sql.Tx, id int64) (*model.RunResult, error) {
 }
 
 func loadCases(tx *sql.Tx, runID int64) ([]model.CaseResult, error) {
-	rows, err := tx.Query(`SELECT id, case_index, key, mode, topology, workload, engine, params, status, reason
+	rows, err := tx.Query(`SELECT id, case_index, key, mode, topology, workload, engine, params, status, reason, outcome
 		FROM cases WHERE run_id = ? ORDER BY case_index`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read cases: %w", err)
@@ -410,12 +425,15 @@ func loadCases(tx *sql.Tx, runID int64) ([]model.CaseResult, error) {
 	var cases []model.CaseResult
 	for rows.Next() {
 		var c model.CaseResult
-		var params, status string
-		if err := rows.Scan(&c.ID, &c.Index, &c.Key, &c.Mode, &c.Topology, &c.Workload, &c.Engine, &params, &status, &c.Reason); err != nil {
+		var params, status, outcome string
+		if err := rows.Scan(&c.ID, &c.Index, &c.Key, &c.Mode, &c.Topology, &c.Workload, &c.Engine, &params, &status, &c.Reason, &outcome); err != nil {
 			return nil, fmt.Errorf("read cases: %w", err)
 		}
 		if err := json.Unmarshal([]byte(params), &c.Params); err != nil {
 			return nil, fmt.Errorf("decode params of case %d: %w", c.Index, err)
+		}
+		if err := json.Unmarshal([]byte(outcome), &c.Outcome); err != nil {
+			return nil, fmt.Errorf("decode outcome of case %d: %w", c.Index, err)
 		}
 		c.Status = model.Status(status)
 		cases = append(cases, c)

@@ -27,6 +27,18 @@ func openTemp(t *testing.T) (*Store, string) {
 	return s, path
 }
 
+// openWithRun opens a temporary database holding one new run of the
+// named scenario.
+func openWithRun(t *testing.T, scenario string) (*Store, *model.Run) {
+	t.Helper()
+	s, _ := openTemp(t)
+	run := newRun(scenario, 0)
+	if err := s.CreateRun(run); err != nil {
+		t.Fatal(err)
+	}
+	return s, run
+}
+
 // started gives distinct times with a non-UTC zone and nanoseconds, the
 // parts a careless time encoding would lose.
 func started(minute int) time.Time {
@@ -61,11 +73,7 @@ func testCases() []model.Case {
 }
 
 func TestRoundTrip(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("bridge-vs-host", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "bridge-vs-host")
 	if run.ID == 0 {
 		t.Fatal("CreateRun did not set the id")
 	}
@@ -141,11 +149,7 @@ func normalizeTimes(r *model.RunResult) {
 }
 
 func TestUnfinishedRunHasZeroFinish(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	got, err := s.LoadRun(run.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -181,11 +185,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestAddCasesIsAllOrNothing(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	cases := testCases()
 	cases[2].Index = cases[0].Index // violates UNIQUE (run, case index)
 	if err := s.AddCases(run.ID, cases); err == nil {
@@ -206,11 +206,7 @@ func TestAddCasesIsAllOrNothing(t *testing.T) {
 }
 
 func TestDuplicateSampleIndexIsRejected(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	cases := testCases()
 	if err := s.AddCases(run.ID, cases); err != nil {
 		t.Fatal(err)
@@ -225,11 +221,7 @@ func TestDuplicateSampleIndexIsRejected(t *testing.T) {
 }
 
 func TestNonFiniteValueIsRejectedByName(t *testing.T) {
-	s, _ := openTemp(t)
-	run := newRun("x", 0)
-	if err := s.CreateRun(run); err != nil {
-		t.Fatal(err)
-	}
+	s, run := openWithRun(t, "x")
 	cases := testCases()
 	if err := s.AddCases(run.ID, cases); err != nil {
 		t.Fatal(err)
@@ -452,5 +444,93 @@ func TestRunsNewestFirstWithCounts(t *testing.T) {
 	}
 	if latest != newer.ID {
 		t.Errorf("LatestRunID = %d, want %d", latest, newer.ID)
+	}
+}
+
+func TestCaseOutcome(t *testing.T) {
+	s, run := openWithRun(t, "target")
+	cases := testCases()
+	cases[1].Outcome = model.Outcome{Retaken: 1}
+	if err := s.AddCases(run.ID, cases); err != nil {
+		t.Fatal(err)
+	}
+	want := model.Outcome{StoppedBy: "target_ci", Retaken: 2}
+	if err := s.SetCaseOutcome(cases[0].ID, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadRun(run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cases[0].Outcome != want || got.Cases[0].Params != cases[0].Params {
+		t.Errorf("case 0: outcome %+v, params %+v; want %+v, %+v", got.Cases[0].Outcome, got.Cases[0].Params, want, cases[0].Params)
+	}
+	if o := got.Cases[1].Outcome; o != (model.Outcome{Retaken: 1}) {
+		t.Errorf("case 1: outcome %+v, want the one it was added with", o)
+	}
+	if o := got.Cases[2].Outcome; o != (model.Outcome{}) {
+		t.Errorf("case 2: outcome %+v, want none", o)
+	}
+	if err := s.SetCaseOutcome(9999, want); !errors.Is(err, ErrCaseNotFound) {
+		t.Errorf("SetCaseOutcome of a missing case: %v, want ErrCaseNotFound", err)
+	}
+}
+
+// TestMigratesOutcomeOutOfParams opens a database of schema version 2,
+// whose cases kept stopped_by and retaken among their parameters.
+func TestMigratesOutcomeOutOfParams(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:2] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = db.Exec(`PRAGMA user_version = 2;
+INSERT INTO runs (id, scenario, scenario_yaml, started, status, seed, environment)
+	VALUES (1, 'old', 'name: old', '2025-03-14T08:00:00.000000000Z', 'done', 0, '{}');
+INSERT INTO cases (run_id, case_index, key, mode, topology, workload, engine, params, status) VALUES
+	(1, 0, 'a', 'host', 'chc', 'tcp_stream', 'native', '{"flows":1,"samples":2,"target_ci_pct":2,"stopped_by":"max_samples","retaken":3}', 'ok'),
+	(1, 1, 'b', 'veth', 'chc', 'tcp_stream', 'native', '{"flows":1,"retaken":1}', 'ok'),
+	(1, 2, 'c', 'bridge', 'chc', 'tcp_stream', 'native', '{"flows":1}', 'ok');`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	res, err := s.LoadRun(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		params  model.Params
+		outcome model.Outcome
+	}{
+		{model.Params{Flows: 1, Samples: 2, TargetCIPct: 2}, model.Outcome{StoppedBy: "max_samples", Retaken: 3}},
+		{model.Params{Flows: 1}, model.Outcome{Retaken: 1}},
+		{model.Params{Flows: 1}, model.Outcome{}},
+	}
+	if len(res.Cases) != len(want) {
+		t.Fatalf("%d cases, want %d", len(res.Cases), len(want))
+	}
+	for i, w := range want {
+		if c := res.Cases[i]; c.Params != w.params || c.Outcome != w.outcome {
+			t.Errorf("case %d: params %+v, outcome %+v; want %+v, %+v", i, c.Params, c.Outcome, w.params, w.outcome)
+		}
+	}
+	var params string
+	if err := s.db.QueryRow(`SELECT params FROM cases WHERE case_index = 0`).Scan(&params); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(params, "stopped_by") || strings.Contains(params, "retaken") {
+		t.Errorf("migrated params still hold the outcome: %s", params)
 	}
 }
