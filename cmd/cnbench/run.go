@@ -18,6 +18,7 @@ import (
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
 	"cnbench/internal/topo"
+	"cnbench/internal/units"
 	"cnbench/internal/workload"
 	"cnbench/suites"
 )
@@ -181,7 +182,7 @@ func (f *runFlags) fromAxes() (*scenario.Spec, error) {
 		a.Flows = append(a.Flows, n)
 	}
 	for _, s := range f.msgSizes {
-		n, err := scenario.ParseSize(strings.TrimSpace(s))
+		n, err := units.ParseSize(strings.TrimSpace(s))
 		if err != nil {
 			return nil, usageError(fmt.Errorf("--msg-size: %w", err))
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cnbench/internal/model"
+	"cnbench/internal/units"
 )
 
 // TestTableNamesEachEngineOnce checks the one table: unique names, every
@@ -64,7 +65,7 @@ func TestOfferedRateAndToolFlags(t *testing.T) {
 		bps, pps int64
 		bad      bool
 	}{{"", 0, 0, false}, {"100000pps", 0, 100000, false}, {"1gbit", 1e9, 0, false}, {"0pps", 0, 0, true}, {"fast", 0, 0, true}} {
-		bps, pps, err := parseOfferedRate(tc.rate)
+		bps, pps, err := units.ParseOfferedRate(tc.rate)
 		if (err != nil) != tc.bad || bps != tc.bps || pps != tc.pps {
 			t.Errorf("%q: %d bit/s, %d pps, %v", tc.rate, bps, pps, err)
 		}

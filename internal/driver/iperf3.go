@@ -10,6 +10,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/site"
 	"cnbench/internal/tools"
+	"cnbench/internal/units"
 )
 
 // iperf3Port is where the iperf3 server listens inside its endpoint; the
@@ -85,7 +86,7 @@ func iperf3Args(c model.Case) ([]string, error) {
 	p := c.Params
 	var args []string
 	if c.Workload == "udp_stream" {
-		bps, pps, err := parseOfferedRate(p.Rate)
+		bps, pps, err := units.ParseOfferedRate(p.Rate)
 		if err != nil {
 			return nil, err
 		}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +14,8 @@ import (
 	"cnbench/internal/engine"
 	"cnbench/internal/measure"
 	"cnbench/internal/model"
-	"cnbench/internal/scenario"
 	"cnbench/internal/site"
+	"cnbench/internal/units"
 	"cnbench/internal/workload"
 )
 
@@ -111,26 +109,6 @@ func socketOptions(p model.Params) engine.SocketOptions {
 	return engine.SocketOptions{MSS: p.MSS, SendBuffer: p.SendBuffer, ReceiveBuffer: p.ReceiveBuffer, CC: p.CC, Nagle: p.NoDelay == "off"}
 }
 
-// parseOfferedRate reads a udp_stream rate: a tc rate in bits per second,
-// or a number of packets per second ("100000pps"); empty is unlimited.
-func parseOfferedRate(rate string) (bps, pps int64, err error) {
-	switch {
-	case rate == "":
-		return 0, 0, nil
-	case strings.HasSuffix(strings.ToLower(rate), "pps"):
-		pps, err = strconv.ParseInt(strings.TrimSpace(rate[:len(rate)-3]), 10, 64)
-		if err != nil || pps < 1 {
-			return 0, 0, fmt.Errorf("rate %q: expected a whole number of packets per second", rate)
-		}
-		return 0, pps, nil
-	}
-	bps, err = scenario.ParseRate(rate)
-	if err != nil {
-		return 0, 0, fmt.Errorf("rate %q: %w", rate, err)
-	}
-	return bps, 0, nil
-}
-
 // runSpec is the engine's request for a case's workload.
 func runSpec(c model.Case, dur time.Duration) (engine.RunSpec, error) {
 	p := c.Params
@@ -147,7 +125,7 @@ func runSpec(c model.Case, dur time.Duration) (engine.RunSpec, error) {
 	case "udp_stream", "udp_max_rate":
 		spec.Workload = engine.WorkloadUDPStream
 		var err error
-		if spec.RateBPS, spec.RatePPS, err = parseOfferedRate(p.Rate); err != nil {
+		if spec.RateBPS, spec.RatePPS, err = units.ParseOfferedRate(p.Rate); err != nil {
 			return spec, err
 		}
 	case "ping":

@@ -11,6 +11,7 @@ import (
 	"cnbench/internal/netstat"
 	"cnbench/internal/site"
 	"cnbench/internal/tools"
+	"cnbench/internal/units"
 )
 
 // sockperfPort is where the sockperf server listens inside its endpoint.
@@ -100,7 +101,7 @@ func sockperfThroughputArgs(c model.Case) ([]string, error) {
 	if p.SendBuffer > 0 || p.ReceiveBuffer > 0 {
 		return nil, fmt.Errorf("%w: cnbench runs sockperf with the kernel's socket buffers; this case sets them", ErrCannotRun)
 	}
-	bps, pps, err := parseOfferedRate(p.Rate)
+	bps, pps, err := units.ParseOfferedRate(p.Rate)
 	if err != nil {
 		return nil, err
 	}

@@ -101,6 +101,15 @@ type Params struct {
 	KeepCPUsAwake bool `json:"keep_cpus_awake,omitempty"`
 }
 
+// Traffic patterns (study 001): how many server and client endpoints a
+// case places, and which server each client talks to.
+const (
+	PatternPairs            = "pairs"              // C servers, C clients, client i with server i
+	PatternFanIn            = "fan_in"             // 1 server, C clients
+	PatternNToM             = "n_to_m"             // N servers, M clients, client i with server i mod N
+	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
+)
+
 // Comparable is p without what only one mode records, such as the OVS
 // datapath, so that a mode's case finds its host baseline.
 func (p Params) Comparable() Params {

@@ -19,8 +19,10 @@ import (
 	"slices"
 	"time"
 
+	"cnbench/internal/agent"
 	"cnbench/internal/awake"
 	"cnbench/internal/cleanup"
+	"cnbench/internal/cluster"
 	"cnbench/internal/cpu"
 	"cnbench/internal/driver"
 	"cnbench/internal/measure"
@@ -297,8 +299,22 @@ func (e *storeError) Error() string { return e.err.Error() }
 // useSpec takes the scenario's hosts and cluster sections for the cases
 // to come.
 func (r *Runner) useSpec(spec *scenario.Spec) {
-	r.agents = site.NewAgents(spec.Hosts)
-	r.clusters = site.NewClusters(spec, r.token)
+	var hosts []site.AgentHost
+	for _, h := range spec.Hosts {
+		hosts = append(hosts, site.AgentHost{Name: h.Name, Addr: h.Agent, Credentials: agent.Credentials{CA: h.CA, Cert: h.Cert, Key: h.Key}})
+	}
+	r.agents = site.NewAgents(hosts)
+	r.clusters = site.NewClusters(clusterConfig(spec), r.token)
+}
+
+// clusterConfig is where the scenario's cluster sections say the
+// clusters are.
+func clusterConfig(spec *scenario.Spec) cluster.Config {
+	var cfg cluster.Config
+	if s := spec.Swarm; s != nil {
+		cfg.Swarm = &cluster.Swarm{Manager: s.Manager, CA: s.CA, Cert: s.Cert, Key: s.Key, Nodes: s.Nodes, Image: s.Image, ControlPort: s.ControlPort}
+	}
+	return cfg
 }
 
 // placerFor is where a case's path is built: on the cluster its mode

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"cnbench/internal/placement"
+	"cnbench/internal/units"
 	"cnbench/internal/workload"
 )
 
@@ -395,7 +396,7 @@ func (p *parser) topology(it item) (Topology, bool) {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a rate"); !ok {
 			good = false
 		} else if strings.TrimSpace(text) != "" {
-			bps, err := ParseRate(text)
+			bps, err := units.ParseRate(text)
 			msg := ""
 			if err != nil {
 				msg = fmt.Sprintf("expected a tc rate such as 100mbit, 1gbit, 2.5gbit or 10G, or an integer of bits/s, got %q", text)
@@ -406,7 +407,7 @@ func (p *parser) topology(it item) (Topology, bool) {
 				p.report(fd.value, fd.path, msg)
 				good = false
 			} else {
-				t.NICRate, t.NICRateBPS = formatRate(bps), bps
+				t.NICRate, t.NICRateBPS = units.FormatRate(bps), bps
 			}
 		}
 	}
@@ -530,7 +531,7 @@ func (p *parser) sizes(fd field, lo, hi int) []int {
 		if !ok {
 			continue
 		}
-		n, err := ParseSize(text)
+		n, err := units.ParseSize(text)
 		if err != nil || n < lo || n > hi {
 			p.report(it.node, it.path, sizeRangeMessage(text, lo, hi))
 			continue

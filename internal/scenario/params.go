@@ -11,16 +11,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"cnbench/internal/model"
+	"cnbench/internal/units"
 	"cnbench/internal/workload"
 )
 
-// Traffic patterns (study 001): how many server and client endpoints a
-// case places, and which server each client talks to.
+// Traffic patterns, as cases record them (model.Params.Pattern).
 const (
-	PatternPairs            = "pairs"              // C servers, C clients, client i with server i
-	PatternFanIn            = "fan_in"             // 1 server, C clients
-	PatternNToM             = "n_to_m"             // N servers, M clients, client i with server i mod N
-	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
+	PatternPairs            = model.PatternPairs
+	PatternFanIn            = model.PatternFanIn
+	PatternNToM             = model.PatternNToM
+	PatternContainersXFlows = model.PatternContainersXFlows
 )
 
 // Patterns lists the traffic patterns, the default first.
@@ -63,14 +63,14 @@ func parseRateAxisValue(text string) (string, string) {
 		}
 		return strconv.FormatInt(n, 10) + "pps", ""
 	}
-	bps, err := ParseRate(t)
+	bps, err := units.ParseRate(t)
 	if err != nil {
 		return "", fmt.Sprintf("expected a rate such as 100mbit, 1gbit or 10G, or packets per second such as 100000pps, got %q", text)
 	}
 	if msg := checkRate(bps); msg != "" {
 		return "", msg
 	}
-	return formatRate(bps), ""
+	return units.FormatRate(bps), ""
 }
 
 // knobs reads the pattern, rate, echo and socket knobs of a workload
@@ -176,7 +176,7 @@ func (p *parser) socketKnobs(f map[string]field, w *Workload) {
 	}{{"send_buffer", &w.SendBuffer}, {"receive_buffer", &w.ReceiveBuffer}} {
 		if fd, ok := present(f, b.key); ok {
 			if text, ok := p.scalar(item{fd.value, fd.path}, "a size"); ok {
-				n, err := ParseSize(text)
+				n, err := units.ParseSize(text)
 				if err != nil || n < 1 || n > maxBuffer {
 					p.report(fd.value, fd.path, fmt.Sprintf("expected a buffer size from 1 byte to 1G (such as 256K or 4M), got %q", text))
 				} else {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cnbench/internal/units"
 	"fmt"
 	"slices"
 	"strconv"
@@ -64,7 +65,7 @@ func checkFlows(n int) string {
 }
 
 func sizeMessage(got string) string {
-	return fmt.Sprintf("expected a size from 1 to %s bytes (an integer, or with a binary unit: 64, 64K, 1M), got %q", formatSize(maxSize), got)
+	return fmt.Sprintf("expected a size from 1 to %s bytes (an integer, or with a binary unit: 64, 64K, 1M), got %q", units.FormatSize(maxSize), got)
 }
 
 // sizeRangeMessage is sizeMessage for workloads whose messages have
@@ -96,7 +97,7 @@ func mtuMessage(got string) string {
 
 func checkRate(bps int64) string {
 	if bps < minRateBPS || bps > maxRateBPS {
-		return fmt.Sprintf("expected a rate from %s to %s, got %s", formatRate(minRateBPS), formatRate(maxRateBPS), formatRate(bps))
+		return fmt.Sprintf("expected a rate from %s to %s, got %s", units.FormatRate(minRateBPS), units.FormatRate(maxRateBPS), units.FormatRate(bps))
 	}
 	return ""
 }

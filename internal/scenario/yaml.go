@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"bytes"
+	"cnbench/internal/units"
 	"fmt"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -95,7 +97,7 @@ func scalarNode[T any](v T) *yaml.Node {
 
 // sizeNode writes 128K for 131072 but a plain 64 as a number.
 func sizeNode(n int) *yaml.Node {
-	if text := formatSize(n); !isDigits(text) {
+	if text := units.FormatSize(n); strings.Trim(text, "0123456789") != "" {
 		return scalarNode(text)
 	}
 	return scalarNode(n)

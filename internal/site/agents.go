@@ -12,7 +12,6 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/placement"
-	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
 
@@ -24,19 +23,28 @@ var AgentTimeout = 10 * time.Second
 // Agents places cases on the machines a scenario's hosts map to agents,
 // with one client per agent for the whole run.
 type Agents struct {
-	hosts   map[string]scenario.Host
+	hosts   map[string]AgentHost
 	mu      sync.Mutex
 	clients map[string]*agent.Client
 }
 
 var _ Placer = (*Agents)(nil)
 
-// NewAgents takes the scenario's hosts section; nil when it maps none.
-func NewAgents(hosts []scenario.Host) *Agents {
+// AgentHost is a host of a topology on the machine of an agent.
+type AgentHost struct {
+	// Name is the topology's name of the host, h1 or h2.
+	Name string
+	// Addr is the agent's "host:port".
+	Addr        string
+	Credentials agent.Credentials
+}
+
+// NewAgents places hosts on agents; nil when there are none.
+func NewAgents(hosts []AgentHost) *Agents {
 	if len(hosts) == 0 {
 		return nil
 	}
-	a := &Agents{hosts: map[string]scenario.Host{}, clients: map[string]*agent.Client{}}
+	a := &Agents{hosts: map[string]AgentHost{}, clients: map[string]*agent.Client{}}
 	for _, h := range hosts {
 		a.hosts[h.Name] = h
 	}
@@ -63,7 +71,7 @@ func (a *Agents) client(name string) (*agent.Client, error) {
 	if c, ok := a.clients[name]; ok {
 		return c, nil
 	}
-	c, err := agent.NewClient(h.Agent, agent.Credentials{CA: h.CA, Cert: h.Cert, Key: h.Key})
+	c, err := agent.NewClient(h.Addr, h.Credentials)
 	if err != nil {
 		return nil, fmt.Errorf("hosts.%s: %w", name, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"cnbench/internal/cluster"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
 
@@ -28,11 +27,10 @@ type Clusters struct {
 
 var _ Placer = (*Clusters)(nil)
 
-// NewClusters takes the scenario's cluster sections for the cases to
-// come.
-// Deployments carry token in their names.
-func NewClusters(spec *scenario.Spec, token netns.Token) *Clusters {
-	return &Clusters{cfg: clusterConfig(spec), token: token, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
+// NewClusters connects to the clusters cfg names, each on the first case
+// of its modes; deployments carry token in their names.
+func NewClusters(cfg cluster.Config, token netns.Token) *Clusters {
+	return &Clusters{cfg: cfg, token: token, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
 }
 
 // Shared is false: a cluster deploys each case's endpoints for that case.
@@ -47,16 +45,6 @@ func (cs *Clusters) get(ctx context.Context, prefix string, open cluster.Opener)
 	cl, err := open(ctx, cs.cfg)
 	cs.open[prefix], cs.errs[prefix] = cl, err
 	return cl, err
-}
-
-// clusterConfig is where the scenario's cluster sections say the
-// clusters are.
-func clusterConfig(spec *scenario.Spec) cluster.Config {
-	var cfg cluster.Config
-	if s := spec.Swarm; s != nil {
-		cfg.Swarm = &cluster.Swarm{Manager: s.Manager, CA: s.CA, Cert: s.Cert, Key: s.Key, Nodes: s.Nodes, Image: s.Image, ControlPort: s.ControlPort}
-	}
-	return cfg
 }
 
 // Close disconnects from every cluster.

@@ -11,7 +11,6 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
 )
 
@@ -59,9 +58,9 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 func Shape(p model.Params) (servers, clients int) {
 	clients = max(1, p.Clients)
 	switch p.Pattern {
-	case scenario.PatternFanIn, scenario.PatternContainersXFlows:
+	case model.PatternFanIn, model.PatternContainersXFlows:
 		return 1, clients
-	case scenario.PatternNToM:
+	case model.PatternNToM:
 		return max(1, p.Servers), clients
 	}
 	return clients, clients

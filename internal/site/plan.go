@@ -10,8 +10,8 @@ import (
 	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/placement"
-	"cnbench/internal/scenario"
 	"cnbench/internal/topo"
+	"cnbench/internal/units"
 )
 
 // Plan is what building a case's path takes, once the machine is known
@@ -81,7 +81,7 @@ func pinning(p model.Params) (sender, receiver []int, err error) {
 
 // topoOptions are the host controls of a case.
 func topoOptions(p model.Params) (topo.Options, error) {
-	rate, err := scenario.ParseRate(p.NICRate)
+	rate, err := units.ParseRate(p.NICRate)
 	if p.NICRate != "" && err != nil {
 		return topo.Options{}, fmt.Errorf("nic_rate %q: %w", p.NICRate, err)
 	}

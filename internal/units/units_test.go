@@ -1,8 +1,7 @@
-package scenario
+package units
 
 import (
 	"testing"
-	"time"
 )
 
 func TestParseSize(t *testing.T) {
@@ -42,34 +41,17 @@ func TestParseRate(t *testing.T) {
 
 func TestFormatRoundTrips(t *testing.T) {
 	for _, n := range []int{1, 64, 1000, 1024, 131072, 1 << 20, 3 << 20, 1 << 30, 1<<20 + 1} {
-		if got, err := ParseSize(formatSize(n)); err != nil || got != n {
-			t.Errorf("size %d -> %q -> %d, %v", n, formatSize(n), got, err)
+		if got, err := ParseSize(FormatSize(n)); err != nil || got != n {
+			t.Errorf("size %d -> %q -> %d, %v", n, FormatSize(n), got, err)
 		}
 	}
 	rates := map[int64]string{1500: "1500bit", 1e3: "1kbit", 2.5e9: "2500mbit", 10e9: "10gbit", 1e12: "1tbit", 1024: "1024bit"}
 	for bps, want := range rates {
-		if got := formatRate(bps); got != want {
-			t.Errorf("formatRate(%d) = %q, want %q", bps, got, want)
+		if got := FormatRate(bps); got != want {
+			t.Errorf("FormatRate(%d) = %q, want %q", bps, got, want)
 		}
 		if back, err := ParseRate(want); err != nil || back != bps {
 			t.Errorf("ParseRate(%q) = %d, %v", want, back, err)
-		}
-	}
-}
-
-func TestParseDuration(t *testing.T) {
-	good := map[string]time.Duration{
-		"10s": 10 * time.Second, "1m30s": 90 * time.Second, "5": 5 * time.Second,
-		"0.25": 250 * time.Millisecond, "1e1": 10 * time.Second, "-2": -2 * time.Second, "0": 0,
-	}
-	for in, want := range good {
-		if got, err := parseDuration(in); err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "soon", "Inf", "NaN", "0x10", "1e300", "10 s"} {
-		if got, err := parseDuration(in); err == nil {
-			t.Errorf("parseDuration(%q) = %v, want an error", in, got)
 		}
 	}
 }

@@ -1,4 +1,8 @@
-package scenario
+// Package units reads and writes the quantities people type: byte counts
+// with binary units (64K), tc-style rates (2.5gbit, 125MBps) and offered
+// rates in packets per second (100000pps). Scenario files and flags are
+// read with it, and so are the rates a case records.
+package units
 
 import (
 	"fmt"
@@ -6,7 +10,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // sizeUnits are binary: a message size of 64K is 65536 bytes, as socket
@@ -39,9 +42,9 @@ func ParseSize(s string) (int, error) {
 	return int(n) * mult, nil
 }
 
-// formatSize writes n with the largest binary unit that divides it exactly,
+// FormatSize writes n with the largest binary unit that divides it exactly,
 // so ParseSize reads it back unchanged.
-func formatSize(n int) string {
+func FormatSize(n int) string {
 	switch {
 	case n == 0:
 		return "0"
@@ -118,9 +121,9 @@ func isDigits(s string) bool {
 	return true
 }
 
-// formatRate writes bits/s in the largest decimal tc unit that divides it
+// FormatRate writes bits/s in the largest decimal tc unit that divides it
 // exactly, which tc accepts as is: 2500mbit, 10gbit, 1500bit.
-func formatRate(bps int64) string {
+func FormatRate(bps int64) string {
 	for _, u := range []struct {
 		name string
 		bits int64
@@ -132,27 +135,22 @@ func formatRate(bps int64) string {
 	return strconv.FormatInt(bps, 10) + "bit"
 }
 
-// parseDuration reads a Go duration ("1m30s") or a number of seconds
-// ("5", "0.5").
-func parseDuration(s string) (time.Duration, error) {
-	t := strings.TrimSpace(s)
-	if secs, err := strconv.ParseFloat(t, 64); err == nil && isPlainNumber(t) {
-		if math.Abs(secs) > float64(math.MaxInt64)/float64(time.Second) {
-			return 0, fmt.Errorf("invalid duration %q: too large", s)
+// ParseOfferedRate reads an offered rate: a tc rate in bits per second,
+// or a number of packets per second ("100000pps"); empty is unlimited.
+func ParseOfferedRate(rate string) (bps, pps int64, err error) {
+	switch {
+	case rate == "":
+		return 0, 0, nil
+	case strings.HasSuffix(strings.ToLower(rate), "pps"):
+		pps, err = strconv.ParseInt(strings.TrimSpace(rate[:len(rate)-3]), 10, 64)
+		if err != nil || pps < 1 {
+			return 0, 0, fmt.Errorf("rate %q: expected a whole number of packets per second", rate)
 		}
-		return time.Duration(math.Round(secs * float64(time.Second))), nil
+		return 0, pps, nil
 	}
-	d, err := time.ParseDuration(t)
+	bps, err = ParseRate(rate)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q", s)
+		return 0, 0, fmt.Errorf("rate %q: %w", rate, err)
 	}
-	return d, nil
-}
-
-// isPlainNumber rules out what ParseFloat accepts but nobody means as
-// seconds: Inf, NaN, hex floats.
-func isPlainNumber(s string) bool {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
-	mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
-	return mantissa != "" && strings.Trim(mantissa, "0123456789.") == ""
+	return bps, 0, nil
 }
