@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"cnbench/internal/agent/guest"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
 	"cnbench/internal/vm"
-	"cnbench/internal/vm/agent"
 )
 
 func newGuestAgentCommand() *cobra.Command {
@@ -20,7 +20,7 @@ func newGuestAgentCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return agent.Main()
+			return guest.Main()
 		},
 	}
 }

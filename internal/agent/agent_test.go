@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cnbench/internal/agent"
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/engine"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
@@ -107,7 +108,7 @@ func TestAgentRefusesStrangers(t *testing.T) {
 		if _, err := s.Endpoint(ctx, "bridge", "s1", ""); !errors.Is(err, agent.ErrRefused) {
 			t.Errorf("an endpoint before the host: got %v, want refused", err)
 		}
-		if _, err := s.Host(ctx, agent.HostRequest{Topology: "chhc", Index: 1, Hosts: 2}); err != nil {
+		if _, err := s.Host(ctx, protocol.HostRequest{Topology: "chhc", Index: 1, Hosts: 2}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"../x", "eth0-of-the-machine", ""} {
@@ -118,7 +119,7 @@ func TestAgentRefusesStrangers(t *testing.T) {
 		if _, err := s.Endpoint(ctx, "no-such-mode", "s1", ""); !errors.Is(err, agent.ErrRefused) {
 			t.Errorf("an unknown mode: got %v, want refused", err)
 		}
-		if _, err := s.Host(ctx, agent.HostRequest{Topology: "chhc", Index: 1, Hosts: 2}); !errors.Is(err, agent.ErrRefused) {
+		if _, err := s.Host(ctx, protocol.HostRequest{Topology: "chhc", Index: 1, Hosts: 2}); !errors.Is(err, agent.ErrRefused) {
 			t.Errorf("a second host in one session: got %v, want refused", err)
 		}
 		ep, err := s.Endpoint(ctx, "bridge", "s1", "")

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/engine"
 	"cnbench/internal/mode"
 )
@@ -96,18 +97,18 @@ func (c *Client) do(ctx context.Context, path string, req, resp any) error {
 // remoteError turns an agent's error answer into an error that wraps the
 // matching sentinel, so a skip stays a skip across machines.
 func (c *Client) remoteError(path string, r *http.Response) error {
-	var e ErrorResponse
+	var e protocol.ErrorResponse
 	data, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if json.Unmarshal(data, &e) != nil || e.Error == "" {
 		return fmt.Errorf("agent %s %s: %s", c.addr, path, r.Status)
 	}
 	var kind error
 	switch e.Kind {
-	case KindUnsupported:
+	case protocol.KindUnsupported:
 		kind = mode.ErrUnsupported
-	case KindRefused:
+	case protocol.KindRefused:
 		kind = ErrRefused
-	case KindNotFound:
+	case protocol.KindNotFound:
 		kind = ErrNotFound
 	default:
 		return fmt.Errorf("agent %s: %s", c.addr, e.Error)
@@ -118,7 +119,7 @@ func (c *Client) remoteError(path string, r *http.Response) error {
 // Session is an open session on an agent, kept alive by heartbeats.
 type Session struct {
 	c    *Client
-	Info SessionResponse
+	Info protocol.SessionResponse
 
 	holdW    *io.PipeWriter
 	stopBeat chan struct{}
@@ -132,18 +133,18 @@ type Session struct {
 // connection closes and the agent removes the session at once; if it
 // hangs, the agent does so after the timeout.
 func (c *Client) Open(ctx context.Context, timeout time.Duration) (*Session, error) {
-	var info SessionResponse
-	if err := c.do(ctx, PathSession, SessionRequest{TimeoutMS: timeout.Milliseconds()}, &info); err != nil {
+	var info protocol.SessionResponse
+	if err := c.do(ctx, protocol.PathSession, protocol.SessionRequest{TimeoutMS: timeout.Milliseconds()}, &info); err != nil {
 		return nil, err
 	}
 	s := &Session{c: c, Info: info, stopBeat: make(chan struct{}), beatDone: make(chan struct{}), holdErr: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	s.holdW = pw
-	hr, err := http.NewRequest(http.MethodPost, c.base+PathHold, pr)
+	hr, err := http.NewRequest(http.MethodPost, c.base+protocol.PathHold, pr)
 	if err != nil {
 		return nil, err
 	}
-	first, _ := json.Marshal(HoldRequest{Session: info.Session})
+	first, _ := json.Marshal(protocol.HoldRequest{Session: info.Session})
 	go func() {
 		if _, err := pw.Write(append(first, '\n')); err != nil {
 			return
@@ -158,7 +159,7 @@ func (c *Client) Open(ctx context.Context, timeout time.Duration) (*Session, err
 	if r.StatusCode != http.StatusOK {
 		defer r.Body.Close()
 		s.stop()
-		return nil, c.remoteError(PathHold, r)
+		return nil, c.remoteError(protocol.PathHold, r)
 	}
 	go func() {
 		_, err := io.Copy(io.Discard, r.Body)
@@ -192,24 +193,24 @@ func (s *Session) stop() {
 }
 
 // Host builds the session's host.
-func (s *Session) Host(ctx context.Context, req HostRequest) (HostResponse, error) {
+func (s *Session) Host(ctx context.Context, req protocol.HostRequest) (protocol.HostResponse, error) {
 	req.Session = s.Info.Session
-	var resp HostResponse
-	return resp, s.c.do(ctx, PathHost, req, &resp)
+	var resp protocol.HostResponse
+	return resp, s.c.do(ctx, protocol.PathHost, req, &resp)
 }
 
 // Endpoint places an endpoint of mode called name on the session's host;
 // an agent in a container takes the address it uses and its peers'.
-func (s *Session) Endpoint(ctx context.Context, modeName, name, addr string, peers ...string) (EndpointResponse, error) {
-	var resp EndpointResponse
-	req := EndpointRequest{Session: s.Info.Session, Mode: modeName, Name: name, Addr: addr, Peers: peers}
-	return resp, s.c.do(ctx, PathEP, req, &resp)
+func (s *Session) Endpoint(ctx context.Context, modeName, name, addr string, peers ...string) (protocol.EndpointResponse, error) {
+	var resp protocol.EndpointResponse
+	req := protocol.EndpointRequest{Session: s.Info.Session, Mode: modeName, Name: name, Addr: addr, Peers: peers}
+	return resp, s.c.do(ctx, protocol.PathEP, req, &resp)
 }
 
 // Expose publishes port of endpoint and returns what clients dial.
 func (s *Session) Expose(ctx context.Context, endpoint string, port int) (netip.AddrPort, error) {
-	var resp ExposeResponse
-	if err := s.c.do(ctx, PathExpose, ExposeRequest{Session: s.Info.Session, Endpoint: endpoint, Port: port}, &resp); err != nil {
+	var resp protocol.ExposeResponse
+	if err := s.c.do(ctx, protocol.PathExpose, protocol.ExposeRequest{Session: s.Info.Session, Endpoint: endpoint, Port: port}, &resp); err != nil {
 		return netip.AddrPort{}, err
 	}
 	ap, err := netip.ParseAddrPort(resp.Target)
@@ -220,9 +221,9 @@ func (s *Session) Expose(ctx context.Context, endpoint string, port int) (netip.
 }
 
 // Usage reads an endpoint's CPU time and counters.
-func (s *Session) Usage(ctx context.Context, endpoint string) (UsageResponse, error) {
-	var resp UsageResponse
-	return resp, s.c.do(ctx, PathUsage, UsageRequest{Session: s.Info.Session, Endpoint: endpoint}, &resp)
+func (s *Session) Usage(ctx context.Context, endpoint string) (protocol.UsageResponse, error) {
+	var resp protocol.UsageResponse
+	return resp, s.c.do(ctx, protocol.PathUsage, protocol.UsageRequest{Session: s.Info.Session, Endpoint: endpoint}, &resp)
 }
 
 // RemoteEngine is an engine on the agent's machine with its control lines
@@ -238,16 +239,16 @@ type RemoteEngine struct {
 
 // StartEngine starts an engine in endpoint and attaches to it.
 func (s *Session) StartEngine(ctx context.Context, endpoint string) (*RemoteEngine, error) {
-	var er EngineResponse
-	if err := s.c.do(ctx, PathEngine, EngineRequest{Session: s.Info.Session, Endpoint: endpoint}, &er); err != nil {
+	var er protocol.EngineResponse
+	if err := s.c.do(ctx, protocol.PathEngine, protocol.EngineRequest{Session: s.Info.Session, Endpoint: endpoint}, &er); err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
-	hr, err := http.NewRequest(http.MethodPost, s.c.base+PathAttach, pr)
+	hr, err := http.NewRequest(http.MethodPost, s.c.base+protocol.PathAttach, pr)
 	if err != nil {
 		return nil, err
 	}
-	first, _ := json.Marshal(AttachRequest{Session: s.Info.Session, Engine: er.Engine})
+	first, _ := json.Marshal(protocol.AttachRequest{Session: s.Info.Session, Engine: er.Engine})
 	go func() { _, _ = pw.Write(append(first, '\n')) }()
 	r, err := s.c.http.Do(hr)
 	if err != nil {
@@ -257,7 +258,7 @@ func (s *Session) StartEngine(ctx context.Context, endpoint string) (*RemoteEngi
 	if r.StatusCode != http.StatusOK {
 		defer r.Body.Close()
 		_ = pw.Close()
-		return nil, s.c.remoteError(PathAttach, r)
+		return nil, s.c.remoteError(protocol.PathAttach, r)
 	}
 	return &RemoteEngine{Client: engine.NewClient(pw, r.Body), s: s, id: er.Engine, pid: er.PID, in: pw, body: r.Body}, nil
 }
@@ -271,7 +272,7 @@ func (e *RemoteEngine) Stop(grace time.Duration) error {
 	quitErr := e.Quit()
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	defer cancel()
-	err := e.s.c.do(ctx, PathStop, StopRequest{Session: e.s.Info.Session, Engine: e.id, GraceMS: grace.Milliseconds()}, &Empty{})
+	err := e.s.c.do(ctx, protocol.PathStop, protocol.StopRequest{Session: e.s.Info.Session, Engine: e.id, GraceMS: grace.Milliseconds()}, &protocol.Empty{})
 	_ = e.body.Close()
 	if errors.Is(err, ErrNotFound) {
 		err = nil
@@ -283,7 +284,7 @@ func (e *RemoteEngine) Stop(grace time.Duration) error {
 func (s *Session) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := s.c.do(ctx, PathClose, CloseRequest{Session: s.Info.Session}, &Empty{})
+	err := s.c.do(ctx, protocol.PathClose, protocol.CloseRequest{Session: s.Info.Session}, &protocol.Empty{})
 	s.stop()
 	<-s.beatDone
 	if errors.Is(err, ErrNotFound) {

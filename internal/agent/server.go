@@ -20,6 +20,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
 	"cnbench/internal/engine"
@@ -106,16 +107,16 @@ func Listen(cfg Config) (*Server, error) {
 		log: log.New(cfg.Log, "agent: ", log.LstdFlags), sessions: map[string]*session{}}
 	mux := http.NewServeMux()
 	for path, h := range map[string]http.HandlerFunc{
-		PathSession: call(s.openSession),
-		PathHost:    call(withSession(s, (*session).hostCall)),
-		PathEP:      call(withSession(s, (*session).endpointCall)),
-		PathExpose:  call(withSession(s, (*session).exposeCall)),
-		PathEngine:  call(withSession(s, (*session).engineCall)),
-		PathStop:    call(withSession(s, (*session).stopCall)),
-		PathUsage:   call(withSession(s, (*session).usageCall)),
-		PathClose:   call(s.closeSession),
-		PathHold:    s.hold,
-		PathAttach:  s.attach,
+		protocol.PathSession: call(s.openSession),
+		protocol.PathHost:    call(withSession(s, (*session).hostCall)),
+		protocol.PathEP:      call(withSession(s, (*session).endpointCall)),
+		protocol.PathExpose:  call(withSession(s, (*session).exposeCall)),
+		protocol.PathEngine:  call(withSession(s, (*session).engineCall)),
+		protocol.PathStop:    call(withSession(s, (*session).stopCall)),
+		protocol.PathUsage:   call(withSession(s, (*session).usageCall)),
+		protocol.PathClose:   call(s.closeSession),
+		protocol.PathHold:    s.hold,
+		protocol.PathAttach:  s.attach,
 	} {
 		mux.HandleFunc("POST "+path, h)
 	}
@@ -174,7 +175,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func call[Req, Resp any](op func(context.Context, Req) (Resp, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		if err := decodeStrict(io.LimitReader(r.Body, maxBodySize+1), &req); err != nil {
+		if err := decodeStrict(io.LimitReader(r.Body, protocol.MaxBodySize+1), &req); err != nil {
 			writeError(w, refused("%v", err))
 			return
 		}
@@ -194,8 +195,8 @@ func decodeStrict(r io.Reader, v any) error {
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
-	if len(data) > maxBodySize {
-		return fmt.Errorf("request larger than %d bytes", maxBodySize)
+	if len(data) > protocol.MaxBodySize {
+		return fmt.Errorf("request larger than %d bytes", protocol.MaxBodySize)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -209,33 +210,26 @@ func decodeStrict(r io.Reader, v any) error {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	kind, status := KindFailed, http.StatusInternalServerError
+	kind, status := protocol.KindFailed, http.StatusInternalServerError
 	switch {
 	case errors.Is(err, ErrRefused):
-		kind, status = KindRefused, http.StatusForbidden
+		kind, status = protocol.KindRefused, http.StatusForbidden
 	case errors.Is(err, ErrNotFound):
-		kind, status = KindNotFound, http.StatusNotFound
+		kind, status = protocol.KindNotFound, http.StatusNotFound
 	case errors.Is(err, mode.ErrUnsupported):
-		kind, status = KindUnsupported, http.StatusNotImplemented
+		kind, status = protocol.KindUnsupported, http.StatusNotImplemented
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(ErrorResponse{Kind: kind, Error: err.Error()})
+	_ = json.NewEncoder(w).Encode(protocol.ErrorResponse{Kind: kind, Error: err.Error()})
 }
 
 // sessionOf is implemented by every request that names a session.
-type sessionOf interface{ sessionID() string }
-
-func (r HostRequest) sessionID() string     { return r.Session }
-func (r EndpointRequest) sessionID() string { return r.Session }
-func (r ExposeRequest) sessionID() string   { return r.Session }
-func (r EngineRequest) sessionID() string   { return r.Session }
-func (r StopRequest) sessionID() string     { return r.Session }
-func (r UsageRequest) sessionID() string    { return r.Session }
+type sessionOf interface{ SessionID() string }
 
 func withSession[Req sessionOf, Resp any](s *Server, op func(*session, *Server, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
 	return func(_ context.Context, req Req) (Resp, error) {
-		ss, err := s.session(req.sessionID())
+		ss, err := s.session(req.SessionID())
 		if err != nil {
 			var zero Resp
 			return zero, err
@@ -244,27 +238,27 @@ func withSession[Req sessionOf, Resp any](s *Server, op func(*session, *Server, 
 	}
 }
 
-func (ss *session) hostCall(s *Server, req HostRequest) (HostResponse, error) {
+func (ss *session) hostCall(s *Server, req protocol.HostRequest) (protocol.HostResponse, error) {
 	return ss.buildHost(s, req)
 }
 
-func (ss *session) endpointCall(s *Server, req EndpointRequest) (EndpointResponse, error) {
+func (ss *session) endpointCall(s *Server, req protocol.EndpointRequest) (protocol.EndpointResponse, error) {
 	return ss.placeEndpoint(s, req)
 }
 
-func (ss *session) exposeCall(_ *Server, req ExposeRequest) (ExposeResponse, error) {
+func (ss *session) exposeCall(_ *Server, req protocol.ExposeRequest) (protocol.ExposeResponse, error) {
 	return ss.expose(req)
 }
 
-func (ss *session) engineCall(s *Server, req EngineRequest) (EngineResponse, error) {
+func (ss *session) engineCall(s *Server, req protocol.EngineRequest) (protocol.EngineResponse, error) {
 	return ss.startEngine(s, req)
 }
 
-func (ss *session) stopCall(_ *Server, req StopRequest) (Empty, error) {
-	return Empty{}, ss.stopEngine(req)
+func (ss *session) stopCall(_ *Server, req protocol.StopRequest) (protocol.Empty, error) {
+	return protocol.Empty{}, ss.stopEngine(req)
 }
 
-func (ss *session) usageCall(_ *Server, req UsageRequest) (UsageResponse, error) {
+func (ss *session) usageCall(_ *Server, req protocol.UsageRequest) (protocol.UsageResponse, error) {
 	return ss.usage(req)
 }
 
@@ -281,19 +275,19 @@ func (s *Server) session(id string) (*session, error) {
 // openSession starts a session under a fresh run token that the agent
 // claims. A session not held within its timeout is removed, as if its
 // controller had fallen silent.
-func (s *Server) openSession(_ context.Context, req SessionRequest) (SessionResponse, error) {
+func (s *Server) openSession(_ context.Context, req protocol.SessionRequest) (protocol.SessionResponse, error) {
 	timeout := s.timeout
 	if req.TimeoutMS != 0 {
 		want := time.Duration(req.TimeoutMS) * time.Millisecond
 		if want < MinTimeout {
-			return SessionResponse{}, refused("timeout_ms %d below %d", req.TimeoutMS, MinTimeout.Milliseconds())
+			return protocol.SessionResponse{}, refused("timeout_ms %d below %d", req.TimeoutMS, MinTimeout.Milliseconds())
 		}
 		timeout = min(timeout, want)
 	}
 	s.mu.Lock()
 	if len(s.sessions) >= maxSessions {
 		s.mu.Unlock()
-		return SessionResponse{}, refused("the agent holds %d sessions already", maxSessions)
+		return protocol.SessionResponse{}, refused("the agent holds %d sessions already", maxSessions)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -319,16 +313,16 @@ func (s *Server) openSession(_ context.Context, req SessionRequest) (SessionResp
 		}
 	})
 	hostname, _ := os.Hostname()
-	return SessionResponse{Session: ss.id, Token: string(ss.token), HeartbeatMS: (timeout / 4).Milliseconds(),
+	return protocol.SessionResponse{Session: ss.id, Token: string(ss.token), HeartbeatMS: (timeout / 4).Milliseconds(),
 		TimeoutMS: timeout.Milliseconds(), Hostname: hostname, Version: version.Version}, nil
 }
 
-func (s *Server) closeSession(_ context.Context, req CloseRequest) (Empty, error) {
+func (s *Server) closeSession(_ context.Context, req protocol.CloseRequest) (protocol.Empty, error) {
 	ss, err := s.session(req.Session)
 	if err != nil {
-		return Empty{}, err
+		return protocol.Empty{}, err
 	}
-	return Empty{}, s.end(ss, "closed by its controller")
+	return protocol.Empty{}, s.end(ss, "closed by its controller")
 }
 
 // end removes a session and everything it made.
@@ -354,8 +348,8 @@ func (s *Server) end(ss *session, why string) error {
 // the session's timeout, the session is removed.
 func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
 	br := bufio.NewReaderSize(r.Body, 4096)
-	first, err := readLine(br, maxBodySize)
-	var req HoldRequest
+	first, err := readLine(br, protocol.MaxBodySize)
+	var req protocol.HoldRequest
 	if err == nil {
 		err = decodeStrict(bytes.NewReader(first), &req)
 	}
@@ -473,8 +467,8 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 // attachedEngine reads an attach stream's first line and finds the
 // engine it names.
 func (s *Server) attachedEngine(br *bufio.Reader) (*engineProc, *session, error) {
-	first, err := readLine(br, maxBodySize)
-	var req AttachRequest
+	first, err := readLine(br, protocol.MaxBodySize)
+	var req protocol.AttachRequest
 	if err == nil {
 		err = decodeStrict(bytes.NewReader(first), &req)
 	}

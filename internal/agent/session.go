@@ -18,6 +18,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
@@ -73,35 +74,35 @@ type engineProc struct {
 var endpointName = regexp.MustCompile(`^[a-z][a-z0-9]{0,5}$`)
 
 // buildHost makes the session's host on the agent's parent NIC.
-func (s *session) buildHost(a *Server, req HostRequest) (HostResponse, error) {
+func (s *session) buildHost(a *Server, req protocol.HostRequest) (protocol.HostResponse, error) {
 	if req.Topology != topo.CHHC {
-		return HostResponse{}, fmt.Errorf("%w: topology %s: only %s spans machines through agents", mode.ErrUnsupported, req.Topology, topo.CHHC)
+		return protocol.HostResponse{}, fmt.Errorf("%w: topology %s: only %s spans machines through agents", mode.ErrUnsupported, req.Topology, topo.CHHC)
 	}
 	if req.Hosts < 2 || req.Hosts > maxHosts || req.Index < 1 || req.Index > req.Hosts {
-		return HostResponse{}, refused("host %d of %d: expected 1 <= index <= hosts <= %d", req.Index, req.Hosts, maxHosts)
+		return protocol.HostResponse{}, refused("host %d of %d: expected 1 <= index <= hosts <= %d", req.Index, req.Hosts, maxHosts)
 	}
 	if req.MTU != 0 && (req.MTU < 576 || req.MTU > 65535) {
-		return HostResponse{}, refused("mtu %d out of range 576..65535", req.MTU)
+		return protocol.HostResponse{}, refused("mtu %d out of range 576..65535", req.MTU)
 	}
 	if req.NICRateBPS < 0 {
-		return HostResponse{}, refused("nic_rate_bps %d is negative", req.NICRateBPS)
+		return protocol.HostResponse{}, refused("nic_rate_bps %d is negative", req.NICRateBPS)
 	}
 	for _, o := range []string{req.GRO, req.GSO, req.TSO, req.TxChecksum} {
 		if o != "" && o != "on" && o != "off" {
-			return HostResponse{}, refused("offload %q: expected on, off or nothing", o)
+			return protocol.HostResponse{}, refused("offload %q: expected on, off or nothing", o)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return HostResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+		return protocol.HostResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
 	}
 	if s.topo != nil {
-		return HostResponse{}, refused("session %s has its host already", s.id)
+		return protocol.HostResponse{}, refused("session %s has its host already", s.id)
 	}
 	parent, err := netlink.LinkByName(a.parent)
 	if err != nil {
-		return HostResponse{}, fmt.Errorf("find the parent NIC %s: %w", a.parent, err)
+		return protocol.HostResponse{}, fmt.Errorf("find the parent NIC %s: %w", a.parent, err)
 	}
 	opts := topo.Options{NICRateBPS: req.NICRateBPS, MTU: req.MTU,
 		Offloads: topo.Offloads{GRO: req.GRO, GSO: req.GSO, TSO: req.TSO, TxChecksum: req.TxChecksum}}
@@ -110,99 +111,99 @@ func (s *session) buildHost(a *Server, req HostRequest) (HostResponse, error) {
 		err = fmt.Errorf("%w: %w", mode.ErrUnsupported, err)
 	}
 	if err != nil {
-		return HostResponse{}, err
+		return protocol.HostResponse{}, err
 	}
 	s.topo = t
 	h := t.Hosts[0]
-	return HostResponse{Addr: h.Addr.String(), NS: h.NS.Name}, nil
+	return protocol.HostResponse{Addr: h.Addr.String(), NS: h.NS.Name}, nil
 }
 
 // placeEndpoint places an endpoint of a registered mode on the host and
 // gives it a cgroup.
-func (s *session) placeEndpoint(a *Server, req EndpointRequest) (EndpointResponse, error) {
+func (s *session) placeEndpoint(a *Server, req protocol.EndpointRequest) (protocol.EndpointResponse, error) {
 	if !endpointName.MatchString(req.Name) {
-		return EndpointResponse{}, refused("endpoint name %q: expected a lower-case letter then up to 5 letters or digits", req.Name)
+		return protocol.EndpointResponse{}, refused("endpoint name %q: expected a lower-case letter then up to 5 letters or digits", req.Name)
 	}
-	if a.container || req.Mode == ContainerMode {
+	if a.container || req.Mode == protocol.ContainerMode {
 		return s.placeSelf(a, req)
 	}
 	if req.Addr != "" || len(req.Peers) > 0 {
-		return EndpointResponse{}, refused("addr and peers apply only to an agent inside a container")
+		return protocol.EndpointResponse{}, refused("addr and peers apply only to an agent inside a container")
 	}
 	d, ok := modes.Lookup(req.Mode)
 	if !ok {
-		return EndpointResponse{}, refused("unknown mode %q", req.Mode)
+		return protocol.EndpointResponse{}, refused("unknown mode %q", req.Mode)
 	}
 	if err := d.Check(topo.CHHC); err != nil {
-		return EndpointResponse{}, err
+		return protocol.EndpointResponse{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return EndpointResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+		return protocol.EndpointResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
 	}
 	if s.topo == nil {
-		return EndpointResponse{}, refused("session %s has no host yet", s.id)
+		return protocol.EndpointResponse{}, refused("session %s has no host yet", s.id)
 	}
 	if _, dup := s.endpoints[req.Name]; dup || len(s.endpoints) >= maxEndpoints {
-		return EndpointResponse{}, refused("endpoint %q exists, or the session holds %d already", req.Name, maxEndpoints)
+		return protocol.EndpointResponse{}, refused("endpoint %q exists, or the session holds %d already", req.Name, maxEndpoints)
 	}
 	if s.mode == nil {
 		s.mode, s.modeName = d.New(s.topo), req.Mode
 	} else if s.modeName != req.Mode {
-		return EndpointResponse{}, refused("session %s builds mode %s, not %s", s.id, s.modeName, req.Mode)
+		return protocol.EndpointResponse{}, refused("session %s builds mode %s, not %s", s.id, s.modeName, req.Mode)
 	}
 	ep, err := s.mode.Endpoint(s.topo.Hosts[0], req.Name)
 	if err != nil {
-		return EndpointResponse{}, err
+		return protocol.EndpointResponse{}, err
 	}
 	if err := s.topo.ApplyOffloads(); err != nil {
-		return EndpointResponse{}, err
+		return protocol.EndpointResponse{}, err
 	}
 	if err := topo.SetOffloads(s.topo.Hosts[0].NS, s.topo.Opts.Offloads, topo.NICName); err != nil {
-		return EndpointResponse{}, err
+		return protocol.EndpointResponse{}, err
 	}
 	cgName := s.token.Name(req.Name)
 	cg, err := a.hier.Create(cgName)
 	if err != nil {
-		return EndpointResponse{}, err
+		return protocol.EndpointResponse{}, err
 	}
 	s.endpoints[req.Name] = &endpoint{ep: ep, cgName: cgName, cgroup: cg}
-	return EndpointResponse{Addr: ep.Addr.String(), NS: ep.NS.Name}, nil
+	return protocol.EndpointResponse{Addr: ep.Addr.String(), NS: ep.NS.Name}, nil
 }
 
 // placeSelf makes the container the agent runs in the session's one
 // endpoint, at one of its own addresses.
-func (s *session) placeSelf(a *Server, req EndpointRequest) (EndpointResponse, error) {
-	if !a.container || req.Mode != ContainerMode {
-		return EndpointResponse{}, refused("mode %q: an agent inside a container offers only %q, one on a machine never", req.Mode, ContainerMode)
+func (s *session) placeSelf(a *Server, req protocol.EndpointRequest) (protocol.EndpointResponse, error) {
+	if !a.container || req.Mode != protocol.ContainerMode {
+		return protocol.EndpointResponse{}, refused("mode %q: an agent inside a container offers only %q, one on a machine never", req.Mode, protocol.ContainerMode)
 	}
 	addr, err := netip.ParseAddr(req.Addr)
 	if err != nil {
-		return EndpointResponse{}, refused("addr %q is not an IP address", req.Addr)
+		return protocol.EndpointResponse{}, refused("addr %q is not an IP address", req.Addr)
 	}
 	if !ownAddr(addr) {
-		return EndpointResponse{}, refused("addr %s is not an address of this container", addr)
+		return protocol.EndpointResponse{}, refused("addr %s is not an address of this container", addr)
 	}
 	var peers []netip.Addr
 	for _, p := range req.Peers {
 		pa, err := netip.ParseAddr(p)
 		if err != nil || pa.IsUnspecified() || pa.IsMulticast() {
-			return EndpointResponse{}, refused("peer %q is not a unicast IP address", p)
+			return protocol.EndpointResponse{}, refused("peer %q is not a unicast IP address", p)
 		}
 		peers = append(peers, pa)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return EndpointResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
+		return protocol.EndpointResponse{}, fmt.Errorf("%w: session %s ended", ErrNotFound, s.id)
 	}
 	if len(s.endpoints) > 0 {
-		return EndpointResponse{}, refused("a container is one endpoint, and session %s has it", s.id)
+		return protocol.EndpointResponse{}, refused("a container is one endpoint, and session %s has it", s.id)
 	}
 	s.mode = selfMode{}
 	s.endpoints[req.Name] = &endpoint{ep: &topo.Endpoint{Name: req.Name, Addr: addr}, peers: peers, self: true}
-	return EndpointResponse{Addr: addr.String(), NS: "container"}, nil
+	return protocol.EndpointResponse{Addr: addr.String(), NS: "container"}, nil
 }
 
 // ownAddr reports whether addr sits on an interface of this namespace.
@@ -231,21 +232,21 @@ func (selfMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(ep.Addr, uint16(port)), nil
 }
 
-func (s *session) expose(req ExposeRequest) (ExposeResponse, error) {
+func (s *session) expose(req protocol.ExposeRequest) (protocol.ExposeResponse, error) {
 	if req.Port < 1 || req.Port > 65535 {
-		return ExposeResponse{}, refused("port %d out of range 1..65535", req.Port)
+		return protocol.ExposeResponse{}, refused("port %d out of range 1..65535", req.Port)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ep, err := s.endpointLocked(req.Endpoint)
 	if err != nil {
-		return ExposeResponse{}, err
+		return protocol.ExposeResponse{}, err
 	}
 	target, err := s.mode.Expose(ep.ep, req.Port)
 	if err != nil {
-		return ExposeResponse{}, err
+		return protocol.ExposeResponse{}, err
 	}
-	return ExposeResponse{Target: target.String()}, nil
+	return protocol.ExposeResponse{Target: target.String()}, nil
 }
 
 func (s *session) endpointLocked(name string) (*endpoint, error) {
@@ -263,33 +264,33 @@ func (s *session) endpointLocked(name string) (*endpoint, error) {
 // inside the endpoint's namespace, moves it into the endpoint's cgroup,
 // and keeps its stdin and stdout for the controller to attach to. The
 // parent-death signal ends it with the agent.
-func (s *session) startEngine(a *Server, req EngineRequest) (EngineResponse, error) {
+func (s *session) startEngine(a *Server, req protocol.EngineRequest) (protocol.EngineResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ep, err := s.endpointLocked(req.Endpoint)
 	if err != nil {
-		return EngineResponse{}, err
+		return protocol.EngineResponse{}, err
 	}
 	if len(s.engines) >= maxEngines {
-		return EngineResponse{}, refused("session %s runs %d engines already", s.id, maxEngines)
+		return protocol.EngineResponse{}, refused("session %s runs %d engines already", s.id, maxEngines)
 	}
 	cmd := exec.Command(a.engine[0], a.engine[1:]...)
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
+		return protocol.EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
+		return protocol.EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
 	}
 	start := cmd.Start
 	if !ep.self {
 		start = func() error { return ep.ep.NS.Do(cmd.Start) }
 	}
 	if err := start(); err != nil {
-		return EngineResponse{}, fmt.Errorf("start the engine in %s: %w", ep.ep.Name, err)
+		return protocol.EngineResponse{}, fmt.Errorf("start the engine in %s: %w", ep.ep.Name, err)
 	}
 	s.nextID++
 	e := &engineProc{id: fmt.Sprintf("e%d", s.nextID), ep: ep, cmd: cmd, stdin: stdin,
@@ -301,11 +302,11 @@ func (s *session) startEngine(a *Server, req EngineRequest) (EngineResponse, err
 	if ep.cgroup != nil {
 		if err := ep.cgroup.Add(cmd.Process.Pid); err != nil {
 			e.kill()
-			return EngineResponse{}, err
+			return protocol.EngineResponse{}, err
 		}
 	}
 	s.engines[e.id] = e
-	return EngineResponse{Engine: e.id, PID: cmd.Process.Pid}, nil
+	return protocol.EngineResponse{Engine: e.id, PID: cmd.Process.Pid}, nil
 }
 
 // kill ends the engine by its PID and reaps it.
@@ -343,7 +344,7 @@ func (s *session) engine(id string) (*engineProc, error) {
 	return e, nil
 }
 
-func (s *session) stopEngine(req StopRequest) error {
+func (s *session) stopEngine(req protocol.StopRequest) error {
 	if req.GraceMS < 0 || req.GraceMS > 60_000 {
 		return refused("grace_ms %d out of range 0..60000", req.GraceMS)
 	}
@@ -355,20 +356,20 @@ func (s *session) stopEngine(req StopRequest) error {
 	return nil
 }
 
-func (s *session) usage(req UsageRequest) (UsageResponse, error) {
+func (s *session) usage(req protocol.UsageRequest) (protocol.UsageResponse, error) {
 	s.mu.Lock()
 	ep, err := s.endpointLocked(req.Endpoint)
 	s.mu.Unlock()
 	if err != nil {
-		return UsageResponse{}, err
+		return protocol.UsageResponse{}, err
 	}
 	u, err := s.cpuUsage(ep)
 	if err != nil {
-		return UsageResponse{}, err
+		return protocol.UsageResponse{}, err
 	}
 	machine, err := cpu.ReadMachine()
 	if err != nil {
-		return UsageResponse{}, err
+		return protocol.UsageResponse{}, err
 	}
 	var ns *netns.NS
 	if !ep.self {
@@ -376,9 +377,9 @@ func (s *session) usage(req UsageRequest) (UsageResponse, error) {
 	}
 	links, err := netstat.ReadLinks(ns)
 	if err != nil {
-		return UsageResponse{}, err
+		return protocol.UsageResponse{}, err
 	}
-	resp := UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds(), Links: links}
+	resp := protocol.UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds(), Links: links}
 	return resp, nil
 }
 

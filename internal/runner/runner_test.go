@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"cnbench/internal/agent/guest"
 	"cnbench/internal/awake"
 	"cnbench/internal/driver"
 	"cnbench/internal/engine"
@@ -21,7 +22,6 @@ import (
 	"cnbench/internal/store"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
-	"cnbench/internal/vm/agent"
 	"cnbench/internal/workload"
 )
 
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	// Booted as a guest's init, the test binary is the guest's agent, and
 	// the agent starts it again as the guest's engine.
 	if len(os.Args) > 1 && os.Args[1] == "guest-agent" {
-		if err := agent.Main(); err != nil {
+		if err := guest.Main(); err != nil {
 			os.Exit(1)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cnbench/internal/agent"
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/placement"
@@ -122,7 +123,7 @@ func (a *Agents) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (
 			return nil, err
 		}
 		sessions = append(sessions, s)
-		r, err := placeRemote(ctx, s, agent.EndpointRequest{Mode: c.Mode, Name: role})
+		r, err := placeRemote(ctx, s, protocol.EndpointRequest{Mode: c.Mode, Name: role})
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +143,7 @@ func (a *Agents) openHost(ctx context.Context, c *model.Case, opts topo.Options,
 	if err != nil {
 		return nil, err
 	}
-	req := agent.HostRequest{Topology: c.Topology, Index: index, Hosts: 2, MTU: opts.MTU, NICRateBPS: opts.NICRateBPS,
+	req := protocol.HostRequest{Topology: c.Topology, Index: index, Hosts: 2, MTU: opts.MTU, NICRateBPS: opts.NICRateBPS,
 		GRO: opts.Offloads.GRO, GSO: opts.Offloads.GSO, TSO: opts.Offloads.TSO, TxChecksum: opts.Offloads.TxChecksum}
 	if _, err := s.Host(ctx, req); err != nil {
 		return nil, errors.Join(err, s.Close())

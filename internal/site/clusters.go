@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cnbench/internal/agent"
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cluster"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
@@ -107,7 +108,7 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int
 			return nil, fmt.Errorf("endpoint %s on %s: %w", ep.Role, ep.Node, err)
 		}
 		sessions = append(sessions, s)
-		r, err := placeRemote(ctx, s, agent.EndpointRequest{Mode: agent.ContainerMode, Name: ep.Role,
+		r, err := placeRemote(ctx, s, protocol.EndpointRequest{Mode: protocol.ContainerMode, Name: ep.Role,
 			Addr: ep.Addr.String(), Peers: []string{eps[0].Addr.String()}})
 		if err != nil {
 			return nil, err

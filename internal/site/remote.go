@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cnbench/internal/agent"
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cpu"
 	"cnbench/internal/topo"
 )
@@ -25,7 +26,7 @@ var _ Site = (*Remote)(nil)
 
 // placeRemote places an endpoint through an open session and makes it a
 // site.
-func placeRemote(ctx context.Context, s *agent.Session, req agent.EndpointRequest) (*Remote, error) {
+func placeRemote(ctx context.Context, s *agent.Session, req protocol.EndpointRequest) (*Remote, error) {
 	ep, err := s.Endpoint(ctx, req.Mode, req.Name, req.Addr, req.Peers...)
 	if err != nil {
 		return nil, err

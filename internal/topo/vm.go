@@ -12,6 +12,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/netns"
 	"cnbench/internal/vm"
 )
@@ -257,9 +258,9 @@ func (t *Topology) bootGuest(g *Host, machines []*Host, cfg vm.Config) error {
 	t.OnClose(guest.Close)
 	g.Guest = guest
 	setup := vm.Setup{
-		Token: string(t.Token), Index: g.Index, MAC: mac.String(),
-		Addr: netip.PrefixFrom(g.Addr, UnderlayBits).String(), MTU: t.Opts.MTU,
-		GRO: t.Opts.Offloads.GRO, GSO: t.Opts.Offloads.GSO, TSO: t.Opts.Offloads.TSO, TxChecksum: t.Opts.Offloads.TxChecksum,
+		HostRequest: protocol.HostRequest{Topology: t.Kind, Index: g.Index, MTU: t.Opts.MTU,
+			GRO: t.Opts.Offloads.GRO, GSO: t.Opts.Offloads.GSO, TSO: t.Opts.Offloads.TSO, TxChecksum: t.Opts.Offloads.TxChecksum},
+		Token: string(t.Token), MAC: mac.String(), Addr: netip.PrefixFrom(g.Addr, UnderlayBits).String(),
 	}
 	for _, other := range machines {
 		if other != g {

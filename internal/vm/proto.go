@@ -1,12 +1,15 @@
 package vm
 
-import "cnbench/internal/netstat"
+import "cnbench/internal/agent/protocol"
 
-// The guest agent is controlled over a virtio-serial port named CtlPort,
-// one JSON Request per line, answered by one JSON Reply per line, in
-// order. Each engine in the guest gets a port of its own (EnginePort),
-// which carries the engine's own control protocol (internal/engine)
-// unchanged, as its stdin and stdout would.
+// The guest agent speaks the agents' protocol (package agent/protocol)
+// over a virtio-serial port named CtlPort: one JSON Request per line,
+// each carrying one of the protocol's requests, answered by one JSON
+// Reply per line carrying its response, in order. Each engine in the
+// guest gets a port of its own (EnginePort), which carries the engine's
+// own control protocol (internal/engine) unchanged, as its stdin and
+// stdout would; on another machine the agent carries the same lines on
+// an HTTP/2 stream.
 const (
 	CtlPort = "cnb.ctl"
 	// EnginePorts is how many engine ports a guest has: more endpoints
@@ -24,37 +27,31 @@ const (
 	OpEndpoint = "endpoint"
 	OpEngine   = "engine"
 	OpUsage    = "usage"
-	OpCounters = "counters"
 )
 
-// Request is one control line to the agent.
+// Request is one control line to the agent: its op and the protocol's
+// request for it. A guest has no sessions: the serial port is its
+// controller's alone, and the guest powers off when it closes.
 type Request struct {
-	Op string `json:"op"`
-	// setup
-	Setup *Setup `json:"setup,omitempty"`
-	// endpoint: the mode and the endpoint's name; engine, usage,
-	// counters: the endpoint's name.
-	Mode     string `json:"mode,omitempty"`
-	Endpoint string `json:"endpoint,omitempty"`
-	// engine: the port its stdin and stdout are.
+	Op       string                    `json:"op"`
+	Setup    *Setup                    `json:"setup,omitempty"`
+	Endpoint *protocol.EndpointRequest `json:"endpoint,omitempty"`
+	Engine   *protocol.EngineRequest   `json:"engine,omitempty"`
+	Usage    *protocol.UsageRequest    `json:"usage,omitempty"`
+	// Port is the engine port an engine's stdin and stdout are.
 	Port string `json:"port,omitempty"`
 }
 
-// Setup makes the guest a host of the topology: its NIC, found by MAC,
-// becomes the host's nic0 in a namespace of its own, with an address on
-// the underlay and routes to the other hosts' endpoint subnets.
+// Setup makes the guest host Index of the topology, as a HostRequest
+// makes an agent's machine one: its NIC, found by MAC, becomes the
+// host's nic0 in a namespace of its own, with an address on the underlay
+// and routes to the other hosts' endpoint subnets.
 type Setup struct {
+	protocol.HostRequest
 	Token  string  `json:"token"`
-	Index  int     `json:"index"`
 	MAC    string  `json:"mac"`
 	Addr   string  `json:"addr"` // prefix, "198.18.0.3/16"
-	MTU    int     `json:"mtu,omitempty"`
 	Routes []Route `json:"routes,omitempty"`
-	// Offloads of the guest's veths: "on", "off" or "".
-	GRO        string `json:"gro,omitempty"`
-	GSO        string `json:"gso,omitempty"`
-	TSO        string `json:"tso,omitempty"`
-	TxChecksum string `json:"tx_checksum,omitempty"`
 }
 
 // Route is a static route of the guest host.
@@ -63,20 +60,15 @@ type Route struct {
 	Via string `json:"via"`
 }
 
-// Reply answers a request. When OK is false, Error says why.
+// Reply answers a request. When OK is false, Error says why, and
+// Unsupported whether the guest cannot build what was asked rather than
+// failed to.
 type Reply struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-	// Unsupported marks an error that means the guest cannot build what
-	// was asked, rather than that building it failed.
-	Unsupported bool `json:"unsupported,omitempty"`
-	// hello
-	Kernel string `json:"kernel,omitempty"`
-	// endpoint
-	Addr string `json:"addr,omitempty"`
-	// usage, in nanoseconds
-	UserNS   int64 `json:"user_ns,omitempty"`
-	SystemNS int64 `json:"system_ns,omitempty"`
-	// counters
-	Links []netstat.Link `json:"links,omitempty"`
+	OK          bool   `json:"ok"`
+	Error       string `json:"error,omitempty"`
+	Unsupported bool   `json:"unsupported,omitempty"`
+	// Kernel answers hello.
+	Kernel   string                     `json:"kernel,omitempty"`
+	Endpoint *protocol.EndpointResponse `json:"endpoint,omitempty"`
+	Usage    *protocol.UsageResponse    `json:"usage,omitempty"`
 }

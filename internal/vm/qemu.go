@@ -34,8 +34,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/netns"
-	"cnbench/internal/netstat"
 )
 
 // Accelerators.
@@ -362,13 +362,16 @@ func (g *Guest) Setup(s Setup) error {
 // Endpoint places an endpoint of the mode in the guest and returns its
 // address.
 func (g *Guest) Endpoint(mode, name string) (netip.Addr, error) {
-	r, err := g.call(Request{Op: OpEndpoint, Mode: mode, Endpoint: name})
+	r, err := g.call(Request{Op: OpEndpoint, Endpoint: &protocol.EndpointRequest{Mode: mode, Name: name}})
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	addr, err := netip.ParseAddr(r.Addr)
+	if r.Endpoint == nil {
+		return netip.Addr{}, fmt.Errorf("guest %s: endpoint %s: no address in the reply", g.Name, name)
+	}
+	addr, err := netip.ParseAddr(r.Endpoint.Addr)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("guest %s: endpoint %s: bad address %q", g.Name, name, r.Addr)
+		return netip.Addr{}, fmt.Errorf("guest %s: endpoint %s: bad address %q", g.Name, name, r.Endpoint.Addr)
 	}
 	return addr, nil
 }
@@ -390,7 +393,7 @@ func (g *Guest) StartEngine(endpoint string) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("guest %s: connect engine port %s: %w", g.Name, port, err)
 	}
-	if _, err := g.call(Request{Op: OpEngine, Endpoint: endpoint, Port: port}); err != nil {
+	if _, err := g.call(Request{Op: OpEngine, Engine: &protocol.EngineRequest{Endpoint: endpoint}, Port: port}); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -398,16 +401,16 @@ func (g *Guest) StartEngine(endpoint string) (io.ReadWriteCloser, error) {
 }
 
 // Usage is the CPU time the engines of an endpoint have used, as the
-// guest accounts it.
-func (g *Guest) Usage(endpoint string) (user, system time.Duration, err error) {
-	r, err := g.call(Request{Op: OpUsage, Endpoint: endpoint})
-	return time.Duration(r.UserNS), time.Duration(r.SystemNS), err
-}
-
-// Counters are the interface counters of an endpoint's namespace.
-func (g *Guest) Counters(endpoint string) ([]netstat.Link, error) {
-	r, err := g.call(Request{Op: OpCounters, Endpoint: endpoint})
-	return r.Links, err
+// guest accounts it, and the counters of the links in its namespace.
+func (g *Guest) Usage(endpoint string) (protocol.UsageResponse, error) {
+	r, err := g.call(Request{Op: OpUsage, Usage: &protocol.UsageRequest{Endpoint: endpoint}})
+	if err == nil && r.Usage == nil {
+		err = fmt.Errorf("guest %s: usage of %s: no usage in the reply", g.Name, endpoint)
+	}
+	if err != nil {
+		return protocol.UsageResponse{}, err
+	}
+	return *r.Usage, nil
 }
 
 // PID is qemu's process ID.

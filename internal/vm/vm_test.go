@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"cnbench/internal/agent/guest"
 	"cnbench/internal/engine"
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
 	"cnbench/internal/vm"
-	"cnbench/internal/vm/agent"
 )
 
 // The test binary doubles as the guest's cnbench: booted as its init it
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "guest-agent":
-			if err := agent.Main(); err != nil {
+			if err := guest.Main(); err != nil {
 				os.Exit(1)
 			}
 		case "engine":

@@ -1,11 +1,12 @@
-// Package agent is cnbench inside a guest: the guest's init, which mounts
+// Package guest is cnbench inside a VM guest: the guest's init, which mounts
 // the kernel's file systems and loads the modules the image carries, and
 // the agent that builds the guest's part of a topology with the same
 // modes cnbench builds on emulated hosts, and starts engines in its
-// endpoints. It is controlled over the virtio-serial port vm.CtlPort and
-// powers the guest off when that channel closes, so a guest never
-// outlives the cnbench that booted it.
-package agent
+// endpoints. It answers the agents' protocol (package agent/protocol)
+// over the virtio-serial port vm.CtlPort, as an agent on a machine
+// answers it over HTTP/2, and powers the guest off when that channel
+// closes, so a guest never outlives the cnbench that booted it.
+package guest
 
 import (
 	"bufio"
@@ -24,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/modes"
@@ -208,23 +210,20 @@ func (a *agent) dispatch(req vm.Request) (vm.Reply, error) {
 	case vm.OpSetup:
 		return vm.Reply{}, a.doSetup(req.Setup)
 	case vm.OpEndpoint:
-		return a.doEndpoint(req.Mode, req.Endpoint)
+		if req.Endpoint == nil {
+			return vm.Reply{}, errors.New("endpoint: missing request")
+		}
+		return a.doEndpoint(req.Endpoint.Mode, req.Endpoint.Name)
 	case vm.OpEngine:
-		return vm.Reply{}, a.doEngine(req.Endpoint, req.Port)
+		if req.Engine == nil {
+			return vm.Reply{}, errors.New("engine: missing request")
+		}
+		return vm.Reply{}, a.doEngine(req.Engine.Endpoint, req.Port)
 	case vm.OpUsage:
-		e, err := a.endpoint(req.Endpoint)
-		if err != nil {
-			return vm.Reply{}, err
+		if req.Usage == nil {
+			return vm.Reply{}, errors.New("usage: missing request")
 		}
-		u, err := e.cgroup.Usage()
-		return vm.Reply{UserNS: int64(u.User), SystemNS: int64(u.System)}, err
-	case vm.OpCounters:
-		e, err := a.endpoint(req.Endpoint)
-		if err != nil {
-			return vm.Reply{}, err
-		}
-		links, err := netstat.ReadLinks(e.ep.NS)
-		return vm.Reply{Links: links}, err
+		return a.usage(req.Usage.Endpoint)
 	default:
 		return vm.Reply{}, fmt.Errorf("unknown op %q", req.Op)
 	}
@@ -302,7 +301,22 @@ func (a *agent) doEndpoint(modeName, name string) (vm.Reply, error) {
 		return vm.Reply{}, err
 	}
 	a.endpoints[name] = &endpoint{ep: ep, cgroup: cg}
-	return vm.Reply{Addr: ep.Addr.String()}, nil
+	return vm.Reply{Endpoint: &protocol.EndpointResponse{Addr: ep.Addr.String(), NS: ep.NS.Name}}, nil
+}
+
+// usage reads an endpoint's CPU time and link counters, as an agent on
+// a machine answers the same request.
+func (a *agent) usage(name string) (vm.Reply, error) {
+	e, err := a.endpoint(name)
+	if err != nil {
+		return vm.Reply{}, err
+	}
+	u, err := e.cgroup.Usage()
+	if err != nil {
+		return vm.Reply{}, err
+	}
+	links, err := netstat.ReadLinks(e.ep.NS)
+	return vm.Reply{Usage: &protocol.UsageResponse{UserNS: int64(u.User), SystemNS: int64(u.System), Links: links}}, err
 }
 
 func (a *agent) endpoint(name string) (*endpoint, error) {
