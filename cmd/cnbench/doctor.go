@@ -17,7 +17,7 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/modes"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/sysinfo"
 	"cnbench/internal/topo"
 	"cnbench/internal/workload"
@@ -145,12 +145,12 @@ func writeModeMatrix(out io.Writer) error {
 // the receiver to here, or why this machine cannot give it.
 func writePlacements(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	m, err := placement.ReadMachine()
-	for _, p := range placement.Names {
+	m, err := pinning.ReadMachine()
+	for _, p := range pinning.Names {
 		if err == nil {
 			var s, r []int
-			if s, r, err = placement.Resolve(p, m); err == nil {
-				fmt.Fprintf(w, "placement %s\tok\tsender CPUs %s, receiver CPUs %s\n", p, orAny(placement.FormatList(s)), orAny(placement.FormatList(r)))
+			if s, r, err = pinning.Resolve(p, m); err == nil {
+				fmt.Fprintf(w, "placement %s\tok\tsender CPUs %s, receiver CPUs %s\n", p, orAny(pinning.FormatList(s)), orAny(pinning.FormatList(r)))
 				continue
 			}
 		}

@@ -12,7 +12,7 @@ import (
 
 	"cnbench/internal/model"
 	"cnbench/internal/modes"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
@@ -200,10 +200,10 @@ func validateSpec(f validateFlags) (*scenario.Spec, error) {
 // defaultValidatePlacement pins the sender and the receiver to a core
 // each where the machine has two.
 func defaultValidatePlacement() string {
-	if m, err := placement.ReadMachine(); err == nil && len(m) >= 2 {
-		return placement.DifferentCores
+	if m, err := pinning.ReadMachine(); err == nil && len(m) >= 2 {
+		return pinning.DifferentCores
 	}
-	return placement.None
+	return pinning.None
 }
 
 // supportedModes lists the modes this machine can build.

@@ -31,7 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 )
 
 // Keeper is a running spinner process, one thread per CPU.
@@ -48,7 +48,7 @@ func Start(command []string, cpus []int) (*Keeper, error) {
 	if len(cpus) == 0 {
 		return nil, errors.New("keep CPUs awake: no CPUs given")
 	}
-	args := append(append([]string(nil), command[1:]...), placement.FormatList(cpus))
+	args := append(append([]string(nil), command[1:]...), pinning.FormatList(cpus))
 	cmd := exec.Command(command[0], args...)
 	// The spinners must not outlive a runner that is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -95,7 +95,7 @@ func (k *Keeper) Stop() error {
 // on each at SCHED_IDLE, prints "ready" to out once all are placed, and
 // returns when in reaches its end.
 func Serve(cpuList string, in io.Reader, out io.Writer) error {
-	cpus, err := placement.ParseList(cpuList)
+	cpus, err := pinning.ParseList(cpuList)
 	if err != nil {
 		return fmt.Errorf("keep CPUs awake: %w", err)
 	}
@@ -125,7 +125,7 @@ func Serve(cpuList string, in io.Reader, out io.Writer) error {
 // spin keeps one CPU busy at the lowest priority until stop is set.
 func spin(cpu int, stop *atomic.Bool, placed chan<- error) {
 	runtime.LockOSThread()
-	set := placement.Set([]int{cpu})
+	set := pinning.Set([]int{cpu})
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		placed <- fmt.Errorf("pin a spinner to CPU %d: %w", cpu, err)
 		return

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/testutil"
 )
 
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // whole, and that Stop leaves no process behind.
 func TestSpinnersFillIdleTimeOnly(t *testing.T) {
 	testutil.RequireRoot(t)
-	m, err := placement.ReadMachine()
+	m, err := pinning.ReadMachine()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func busyShare(t *testing.T, cpu int, d time.Duration) float64 {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		set := placement.Set([]int{cpu})
+		set := pinning.Set([]int{cpu})
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
 			t.Error(err)
 			share <- 0

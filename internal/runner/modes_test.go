@@ -12,7 +12,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/modes"
 	"cnbench/internal/netns"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/report"
 	"cnbench/internal/topo"
 )
@@ -78,7 +78,7 @@ placement: same_node
 	}
 	for _, c := range doc.Cases {
 		p := c.Params
-		if p["placement"] != placement.SameNode || p["sender_cpus"] == nil || p["receiver_cpus"] == nil {
+		if p["placement"] != pinning.SameNode || p["sender_cpus"] == nil || p["receiver_cpus"] == nil {
 			t.Errorf("%s/%s: placement not in the JSON params: %v", c.Mode, c.Topology, p)
 		}
 		if c.Topology == topo.CHHC && (p["gro"] != "off" || p["tso"] != "off" || p["tx_checksum"] != "off" || p["mtu"] != 9000.0) {
@@ -120,7 +120,7 @@ func requireNothingLeft(t *testing.T, tok netns.Token) {
 // skipped with the reason.
 func TestPlacementPinsAndSkips(t *testing.T) {
 	r, st := newTestRunner(t)
-	m, err := placement.ReadMachine()
+	m, err := pinning.ReadMachine()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ workloads: tcp_rr
 placement: [same_core, different_cores, different_nodes]
 `)
 	for _, c := range res.Cases {
-		_, _, want := placement.Resolve(c.Params.Placement, m)
+		_, _, want := pinning.Resolve(c.Params.Placement, m)
 		t.Logf("%s: %s %s sender %s receiver %s", c.Params.Placement, c.Status, c.Reason, c.Params.SenderCPUs, c.Params.ReceiverCPUs)
 		if want != nil {
 			if c.Status != model.StatusSkipped || !strings.Contains(c.Reason, want.Error()) {

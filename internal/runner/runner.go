@@ -29,7 +29,7 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
 	"cnbench/internal/site"
@@ -253,7 +253,7 @@ func (r *Runner) keepCPUsAwake(cases []model.Case) (stop func(), err error) {
 	if !slices.ContainsFunc(cases, func(c model.Case) bool { return c.Params.KeepCPUsAwake }) {
 		return func() {}, nil
 	}
-	m, err := placement.ReadMachine()
+	m, err := pinning.ReadMachine()
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (r *Runner) keepCPUsAwake(cases []model.Case) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	r.prog.Printf("keeping CPUs %s awake (spinner process %d)", placement.FormatList(cpus), k.PID())
+	r.prog.Printf("keeping CPUs %s awake (spinner process %d)", pinning.FormatList(cpus), k.PID())
 	return func() { k.Stop() }, nil
 }
 

@@ -20,8 +20,9 @@ import (
 // drifts during a run (other load, the clock of the CPUs, where the
 // scheduler put the threads) then falls on every engine alike, and a
 // comparison between engines is one of the same veths, bridges and
-// addresses, sample by sample. Cases on agents or a cluster are placed
-// per case, so they run one after the other as before.
+// addresses, sample by sample. Agents and clusters build a path for one
+// case (their Placer is not Shared), so their cases run one after the
+// other.
 
 // pathKey is what identifies the path a case measures: everything but
 // its engine.

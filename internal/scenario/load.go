@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/units"
 	"cnbench/internal/workload"
 )
@@ -231,7 +231,7 @@ func (p *parser) placements(fd field) []string {
 		if !ok {
 			continue
 		}
-		if err := placement.Check(text); err != nil {
+		if err := pinning.Check(text); err != nil {
 			p.report(it.node, it.path, err.Error())
 			continue
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/workload"
 )
 
@@ -42,7 +42,7 @@ func (s *Spec) Apply(o Overrides) error {
 	}
 	seen := map[string]bool{}
 	for _, pl := range o.Placements {
-		if err := placement.Check(pl); err != nil {
+		if err := pinning.Check(pl); err != nil {
 			check("--placement", err.Error())
 		} else if seen[pl] {
 			check("--placement", fmt.Sprintf("placement %q given twice", pl))

@@ -12,7 +12,7 @@ import (
 	"cnbench/internal/agent/protocol"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/topo"
 )
 
@@ -156,7 +156,7 @@ func remoteCase(c *model.Case, where string) error {
 	if c.Engine != "native" {
 		return fmt.Errorf("%w: %s through %s: they run only cnbench's own engine", ErrCannotRun, c.Engine, where)
 	}
-	if c.Params.Placement != "" && c.Params.Placement != placement.None {
+	if c.Params.Placement != "" && c.Params.Placement != pinning.None {
 		return fmt.Errorf("%w: placement %s through %s: CPUs are their machines', not this one's", mode.ErrUnsupported, c.Params.Placement, where)
 	}
 	return nil

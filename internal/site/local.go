@@ -12,7 +12,7 @@ import (
 	"cnbench/internal/engine"
 	"cnbench/internal/modes"
 	"cnbench/internal/netstat"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/topo"
 )
 
@@ -106,9 +106,9 @@ func (s *Local) startPinned(cmd *exec.Cmd) error {
 	if err := unix.SchedGetaffinity(0, &orig); err != nil {
 		return fmt.Errorf("read CPU affinity: %w", err)
 	}
-	set := placement.Set(s.cpus)
+	set := pinning.Set(s.cpus)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin to CPUs %s: %w", placement.FormatList(s.cpus), err)
+		return fmt.Errorf("pin to CPUs %s: %w", pinning.FormatList(s.cpus), err)
 	}
 	startErr := cmd.Start()
 	if err := unix.SchedSetaffinity(0, &orig); err != nil {

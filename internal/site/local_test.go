@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"cnbench/internal/netns"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 )
@@ -18,7 +18,7 @@ import (
 // the affinity the kernel gave it and its threads.
 func TestLocalPinsItsProcesses(t *testing.T) {
 	testutil.RequireRoot(t)
-	m, err := placement.ReadMachine()
+	m, err := pinning.ReadMachine()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/modes"
 	"cnbench/internal/netns"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/topo"
 	"cnbench/internal/units"
 )
@@ -32,7 +32,7 @@ func PlanFor(c *model.Case) (Plan, error) {
 	if err := d.Check(c.Topology); err != nil && !(OnCluster(c) && errors.Is(err, mode.ErrNeedsCluster)) {
 		return Plan{}, err
 	}
-	sender, receiver, err := pinning(c.Params)
+	sender, receiver, err := pinsOf(c.Params)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -56,24 +56,24 @@ func RecordSettings(c *model.Case) {
 	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
 	}
-	if sender, receiver, err := pinning(c.Params); err == nil {
-		c.Params.SenderCPUs, c.Params.ReceiverCPUs = placement.FormatList(sender), placement.FormatList(receiver)
+	if sender, receiver, err := pinsOf(c.Params); err == nil {
+		c.Params.SenderCPUs, c.Params.ReceiverCPUs = pinning.FormatList(sender), pinning.FormatList(receiver)
 	}
 }
 
-// pinning resolves a case's placement to the CPUs of the sender (the
+// pinsOf resolves a case's placement to the CPUs of the sender (the
 // client engine) and the receiver (the server engine); nil means not
 // pinned. A placement the machine cannot give makes the case skipped.
-func pinning(p model.Params) (sender, receiver []int, err error) {
-	if p.Placement == "" || p.Placement == placement.None {
+func pinsOf(p model.Params) (sender, receiver []int, err error) {
+	if p.Placement == "" || p.Placement == pinning.None {
 		return nil, nil, nil
 	}
-	m, err := placement.ReadMachine()
+	m, err := pinning.ReadMachine()
 	if err != nil {
 		return nil, nil, err
 	}
-	sender, receiver, err = placement.Resolve(p.Placement, m)
-	if errors.Is(err, placement.ErrCannotHonour) {
+	sender, receiver, err = pinning.Resolve(p.Placement, m)
+	if errors.Is(err, pinning.ErrCannotHonour) {
 		return nil, nil, fmt.Errorf("%w: %v", mode.ErrUnsupported, err)
 	}
 	return sender, receiver, err

@@ -1,9 +1,9 @@
-// Package placement decides which CPUs the sender and the receiver engine
+// Package pinning decides which CPUs the sender and the receiver engine
 // of a case may run on. A placement is a name (same_core,
 // different_nodes, ...) resolved against the machine's CPU topology, or
 // two explicit CPU lists. Resolving is pure; only ReadMachine looks at the
 // machine.
-package placement
+package pinning
 
 import (
 	"errors"
