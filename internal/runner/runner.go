@@ -304,17 +304,7 @@ func (r *Runner) useSpec(spec *scenario.Spec) {
 		hosts = append(hosts, site.AgentHost{Name: h.Name, Addr: h.Agent, Credentials: agent.Credentials{CA: h.CA, Cert: h.Cert, Key: h.Key}})
 	}
 	r.agents = site.NewAgents(hosts)
-	r.clusters = site.NewClusters(clusterConfig(spec), r.token)
-}
-
-// clusterConfig is where the scenario's cluster sections say the
-// clusters are.
-func clusterConfig(spec *scenario.Spec) cluster.Config {
-	var cfg cluster.Config
-	if s := spec.Swarm; s != nil {
-		cfg.Swarm = &cluster.Swarm{Manager: s.Manager, CA: s.CA, Cert: s.Cert, Key: s.Key, Nodes: s.Nodes, Image: s.Image, ControlPort: s.ControlPort}
-	}
-	return cfg
+	r.clusters = site.NewClusters(cluster.Config{Swarm: spec.Swarm}, r.token)
 }
 
 // placerFor is where a case's path is built: on the cluster its mode

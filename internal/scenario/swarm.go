@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cnbench/internal/cluster"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,23 +10,9 @@ import (
 )
 
 // Swarm says where the Docker Swarm of the swarm:* modes is: a manager's
-// Engine API and the nodes to place endpoints on.
-type Swarm struct {
-	// Manager is unix:///PATH or tcp://HOST:PORT.
-	Manager string
-	// CA, Cert and Key secure a tcp manager (docker --tlsverify); they
-	// are only read.
-	CA, Cert, Key string
-	// Nodes are host names or node IDs: servers on the first, clients on
-	// the second across nodes, both on the first within one.
-	Nodes []string
-	// Image is cnbench's image on every node; empty means the one this
-	// build names.
-	Image string
-	// ControlPort is the first port the endpoints' agents listen on; 0
-	// means the default.
-	ControlPort int
-}
+// Engine API and the nodes to place endpoints on. The scenario's section
+// is the cluster's own configuration, read as a file says it.
+type Swarm = cluster.Swarm
 
 var swarmKeys = []string{"manager", "nodes", "image", "ca", "cert", "key", "control_port"}
 
