@@ -50,6 +50,7 @@ type runFlags struct {
 	format           string
 	quiet            bool
 	order            string
+	pairing          string
 	seed             int64
 	sampling         samplingFlags
 	resume           int64
@@ -103,6 +104,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress")
 	fl.StringVar(&f.order, "order", runner.OrderShuffled, "order of the cases: shuffled (seed recorded) or sequential")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled order, to repeat one (0 picks one)")
+	fl.StringVar(&f.pairing, "pairing", "on", "on: cases that differ only in their mode take turns sample by sample, so drift falls on every mode alike; off: each case runs on its own")
 	f.sampling.add(fl, samplingFlags{maxSamples: 30},
 		"keep sampling each case until its 95% confidence interval is within PCT % of the mean",
 		"most samples per case with --target-ci")
@@ -149,6 +151,9 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	}
 	if _, err := report.ParseFormat(f.format); err != nil {
 		return nil, usageError(err)
+	}
+	if f.pairing != "on" && f.pairing != "off" {
+		return nil, usageError(fmt.Errorf("--pairing: expected on or off, got %q", f.pairing))
 	}
 	if f.order != runner.OrderShuffled && f.order != runner.OrderSequential {
 		return nil, usageError(fmt.Errorf("--order: expected %s or %s, got %q", runner.OrderShuffled, runner.OrderSequential, f.order))
@@ -197,7 +202,7 @@ func runScenario(cmd *cobra.Command, spec *scenario.Spec, f runFlags) error {
 		return err
 	}
 	defer st.Close()
-	opts := runner.Options{Order: f.order, Seed: f.seed}
+	opts := runner.Options{Order: f.order, Seed: f.seed, Pairing: f.pairing != "off"}
 	f.sampling.apply(&opts)
 	if !f.quiet {
 		opts.Progress = cmd.ErrOrStderr()

@@ -7,6 +7,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,9 @@ type Progress struct {
 	// sample's line then names its engine, or the lines could not be
 	// told apart.
 	turns bool
+	// modes is set when the cases taking turns differ in their mode too;
+	// each line then names the mode beside the engine.
+	modes bool
 
 	mu     sync.Mutex // guards the status line against the ticker
 	status string     // what the status line shows after its clock
@@ -143,6 +147,7 @@ func (p *Progress) StartCases(cs []*model.Case) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.turns = len(cs) > 1
+	p.modes = slices.ContainsFunc(cs, func(c *model.Case) bool { return c.Mode != cs[0].Mode })
 	for _, c := range cs[1:] {
 		p.left -= expected(c)
 		if p.w != nil && !p.live {
@@ -199,7 +204,10 @@ func (p *Progress) Sample(c *model.Case, i int) {
 // engineOf names the case's engine where its lines would otherwise be
 // mistaken for another's.
 func (p *Progress) engineOf(c *model.Case) string {
-	if p != nil && p.turns {
+	switch {
+	case p != nil && p.modes:
+		return c.Mode + "/" + c.Engine + " "
+	case p != nil && p.turns:
 		return c.Engine + " "
 	}
 	return ""

@@ -77,6 +77,11 @@ type Options struct {
 	// cases then sample up to MaxSamples even without TargetCIPct. The
 	// slices are the cases of the path and their samples, in step.
 	Decide func(cases []*model.Case, samples [][]model.Sample) bool
+	// Pairing has cases that differ only in their mode (host among them)
+	// take turns sample by sample, each mode on its path, as the engines
+	// of one path always do; a mode's overhead against host is then a
+	// ratio of samples taken side by side.
+	Pairing bool
 	// KeepCPUsAwake keeps every CPU of this machine from idling while
 	// cases run (package awake), with AwakeCommand; default: this
 	// executable with the argument "awake".
@@ -137,7 +142,7 @@ func New(st *store.Store, opts Options) (*Runner, error) {
 func (r *Runner) Close() error {
 	r.agents.Close()
 	r.clusters.Close()
-	return errors.Join(topo.RemoveImages(r.token), cleanup.Release(r.token))
+	return errors.Join(r.local.Close(), topo.RemoveImages(r.token), cleanup.Release(r.token))
 }
 
 // Token is the run token in the names of everything this runner creates.

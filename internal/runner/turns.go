@@ -31,8 +31,27 @@ func pathKey(c *model.Case) string {
 	return c.Mode + "\x00" + c.Topology + "\x00" + c.Workload + "\x00" + string(b)
 }
 
-// inTurns groups the indices in order by path, keeping the order of each
-// group's first case; only local cases are grouped.
+// pairKey is what cases that differ only in their mode and engine share:
+// with Options.Pairing, such cases take turns too, each mode on a path of
+// its own, so that the drift of a run falls on the modes alike and a
+// mode's overhead against host is a ratio of samples taken side by side.
+// What only one mode records (the OVS datapath) is left out.
+func pairKey(c *model.Case) string {
+	b, _ := json.Marshal(c.Params.Comparable())
+	return c.Topology + "\x00" + c.Workload + "\x00" + string(b)
+}
+
+// turnKey groups the cases that take turns.
+func (r *Runner) turnKey(c *model.Case) string {
+	if r.opts.Pairing {
+		return pairKey(c)
+	}
+	return pathKey(c)
+}
+
+// inTurns groups the indices in order by the cases that take turns,
+// keeping the order of each group's first case; only local cases are
+// grouped.
 func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
 	var groups [][]int
 	at := map[string]int{}
@@ -42,7 +61,7 @@ func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
 			groups = append(groups, []int{i})
 			continue
 		}
-		k := pathKey(c)
+		k := r.turnKey(c)
 		if g, ok := at[k]; ok {
 			groups[g] = append(groups[g], i)
 			continue
@@ -53,9 +72,11 @@ func (r *Runner) inTurns(cases []model.Case, order []int) [][]int {
 	return groups
 }
 
-// turn is one engine's case on a shared path.
+// turn is one engine's case on a path shared with the other engines of
+// its mode.
 type turn struct {
 	c       *model.Case
+	path    *site.Path
 	drv     driver.Driver
 	samples []model.Sample
 	err     error
@@ -81,16 +102,45 @@ func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]model
 }
 
 // measureTurns sets each turn's err to what ended it, nil when it has
-// all its samples.
+// all its samples. The turns of each mode share one path.
 func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
+	var paths []*site.Path
+	for _, group := range byPath(turns) {
+		if p := r.preparePath(ctx, group); p != nil {
+			paths = append(paths, p)
+		}
+	}
+	live := r.startTurns(ctx, turns)
+	r.sampleInRounds(ctx, live)
+	r.endTurns(turns, paths)
+}
+
+// byPath splits turns into those of one path each, in order.
+func byPath(turns []*turn) [][]*turn {
+	var groups [][]*turn
+	at := map[string]int{}
+	for _, t := range turns {
+		k := pathKey(t.c)
+		if g, ok := at[k]; ok {
+			groups[g] = append(groups[g], t)
+			continue
+		}
+		at[k] = len(groups)
+		groups = append(groups, []*turn{t})
+	}
+	return groups
+}
+
+// preparePath builds the path of turns that share one, if at least one
+// of their engines can run the workload; the others are skipped with
+// their own reason, and all with the mode's where the mode cannot be
+// built.
+func (r *Runner) preparePath(ctx context.Context, turns []*turn) *site.Path {
 	lead := turns[0].c
 	engines := make([]string, len(turns))
 	for i, t := range turns {
 		engines[i] = t.c.Engine
 	}
-	// The mode's reason comes first; then the path is built if at least
-	// one engine can run the workload, the others being skipped with
-	// their own reason.
 	plan, err := site.PlanFor(lead)
 	anyCan := false
 	for _, t := range turns {
@@ -101,32 +151,33 @@ func (r *Runner) measureTurns(ctx context.Context, turns []*turn) {
 		}
 	}
 	if !anyCan {
-		return
+		return nil
 	}
 	path, err := r.buildPath(ctx, lead, plan, engines)
 	if err != nil {
 		for _, t := range turns {
 			t.err = cmp.Or(t.err, err)
 		}
-		return
+		return nil
 	}
-	live := r.startTurns(ctx, turns, path)
-	r.sampleInRounds(ctx, live, path)
-	r.endTurns(turns, path)
+	for _, t := range turns {
+		t.path = path
+	}
+	return path
 }
 
 // startTurns builds each engine's driver on the path and warms it up; it
 // returns the turns that can sample.
-func (r *Runner) startTurns(ctx context.Context, turns []*turn, path *site.Path) []*turn {
+func (r *Runner) startTurns(ctx context.Context, turns []*turn) []*turn {
 	var live []*turn
 	for _, t := range turns {
 		if t.err != nil {
 			continue
 		}
-		if t.drv, t.err = driver.New(ctx, path, r.opts.EngineCommand, *t.c); t.err != nil {
+		if t.drv, t.err = driver.New(ctx, t.path, r.opts.EngineCommand, *t.c); t.err != nil {
 			continue
 		}
-		if t.err = r.warmUp(ctx, t.drv, path, t.c); t.err != nil {
+		if t.err = r.warmUp(ctx, t.drv, t.path, t.c); t.err != nil {
 			continue
 		}
 		live = append(live, t)
@@ -137,14 +188,14 @@ func (r *Runner) startTurns(ctx context.Context, turns []*turn, path *site.Path)
 // sampleInRounds has the live turns take a sample each per round, in
 // alternating order, until none takes one, their comparison is decided
 // or their time budget spent. A store failure ends every turn.
-func (r *Runner) sampleInRounds(ctx context.Context, live []*turn, path *site.Path) {
+func (r *Runner) sampleInRounds(ctx context.Context, live []*turn) {
 	began := time.Now()
 	for round := 0; ; round++ {
 		seq := slices.Clone(live)
 		if round%2 == 1 {
 			slices.Reverse(seq)
 		}
-		sampled, err := r.round(ctx, seq, path)
+		sampled, err := r.round(ctx, seq)
 		if err != nil || !sampled {
 			return
 		}
@@ -156,13 +207,13 @@ func (r *Runner) sampleInRounds(ctx context.Context, live []*turn, path *site.Pa
 
 // round has each turn that is not done take its next sample; it reports
 // whether any did, and returns a store failure.
-func (r *Runner) round(ctx context.Context, seq []*turn, path *site.Path) (bool, error) {
+func (r *Runner) round(ctx context.Context, seq []*turn) (bool, error) {
 	sampled := false
 	for _, t := range seq {
 		if t.done || t.err != nil {
 			continue
 		}
-		more, err := r.takeSample(ctx, t.drv, path, t.c, &t.samples)
+		more, err := r.takeSample(ctx, t.drv, t.path, t.c, &t.samples)
 		var storeErr *storeError
 		switch {
 		case errors.As(err, &storeErr):
@@ -243,21 +294,23 @@ func (r *Runner) stopTurns(live []*turn, why string) error {
 	return nil
 }
 
-// endTurns stops every engine and removes the path; a failure to do so
-// is each affected case's.
-func (r *Runner) endTurns(turns []*turn, path *site.Path) {
+// endTurns stops every engine and removes the paths; a failure to remove
+// a path is each of its cases'.
+func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 	for _, t := range turns {
 		if t.drv != nil {
 			t.err = errors.Join(t.err, t.drv.Stop())
 		}
 	}
-	closeErr := path.Close()
-	if closeErr == nil {
-		return
-	}
-	for _, t := range turns {
-		if t.drv != nil {
-			t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
+	for _, p := range paths {
+		closeErr := p.Close()
+		if closeErr == nil {
+			continue
+		}
+		for _, t := range turns {
+			if t.path == p && t.drv != nil {
+				t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
+			}
 		}
 	}
 }

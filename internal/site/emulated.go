@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
@@ -21,6 +22,14 @@ type Emulated struct {
 	Hier  cpu.Hierarchy
 	// Env is the environment of the processes started in the sites.
 	Env []string
+
+	// Paths that exist at once (the modes of paired cases) each need
+	// names of their own: the first takes Token, every further one a
+	// token of its own, claimed for this process like the run's and kept
+	// for later paths until Close.
+	mu    sync.Mutex
+	extra []netns.Token
+	busy  map[netns.Token]bool
 }
 
 var _ Placer = (*Emulated)(nil)
@@ -30,8 +39,13 @@ func (e *Emulated) Shared() bool { return true }
 // Place builds the case's topology on this machine's emulated hosts and
 // places the endpoints on it.
 func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []int) (*Path, error) {
-	t, err := topo.Build(c.Topology, e.Token, plan.Opts)
+	tok, err := e.take()
 	if err != nil {
+		return nil, err
+	}
+	t, err := topo.Build(c.Topology, tok, plan.Opts)
+	if err != nil {
+		e.give(tok)
 		return nil, err
 	}
 	m := plan.Mode.New(t)
@@ -39,13 +53,19 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	if published {
 		p.Publish(ports...)
 	}
-	pa, err := e.placeGroup(t, m, c.Params)
+	pa, err := e.placeGroup(t, tok, m, c.Params)
 	if err != nil {
-		return nil, errors.Join(err, t.Close())
+		err = errors.Join(err, t.Close())
+		e.give(tok)
+		return nil, err
 	}
 	pa.Published = published
 	pa.expose = func(s Site, port int) (netip.AddrPort, error) { return m.Expose(s.Endpoint(), port) }
-	pa.close = func() error { return errors.Join(closeSites(pa.Servers, pa.Clients), t.Close()) }
+	pa.close = func() error {
+		err := errors.Join(closeSites(pa.Servers, pa.Clients), t.Close())
+		e.give(tok)
+		return err
+	}
 	if err := t.ApplyOffloads(); err != nil {
 		return nil, errors.Join(err, pa.Close())
 	}
@@ -71,7 +91,7 @@ func Shape(p model.Params) (servers, clients int) {
 // the client host, client i talking to server i mod N. Endpoints are
 // built in parallel: a fan-in of dozens of endpoints should not spend its
 // time on one netlink call after another.
-func (e *Emulated) placeGroup(t *topo.Topology, m mode.Mode, p model.Params) (pa *Path, err error) {
+func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p model.Params) (pa *Path, err error) {
 	nServers, nClients := Shape(p)
 	pa = &Path{ServerOf: make([]int, nClients)}
 	for i := range pa.ServerOf {
@@ -103,7 +123,7 @@ func (e *Emulated) placeGroup(t *topo.Topology, m mode.Mode, p model.Params) (pa
 			return nil, err
 		}
 		wg.Go(func() {
-			s, err := e.siteOf(ep, name)
+			s, err := e.siteOf(ep, tok.Name(name))
 			mu.Lock()
 			sites[i], errs[i] = s, err
 			mu.Unlock()
@@ -118,14 +138,57 @@ func (e *Emulated) placeGroup(t *topo.Topology, m mode.Mode, p model.Params) (pa
 }
 
 // siteOf makes an endpoint a site: in a VM guest where its host is one,
-// else in a namespace here.
-func (e *Emulated) siteOf(ep *topo.Endpoint, name string) (Site, error) {
+// else in a namespace here, with the cgroup cgName.
+func (e *Emulated) siteOf(ep *topo.Endpoint, cgName string) (Site, error) {
 	if ep.Host != nil && ep.Host.Guest != nil {
 		return NewGuest(ep), nil
 	}
-	s, err := NewLocal(ep, e.Hier, e.Token.Name(name), e.Env)
+	s, err := NewLocal(ep, e.Hier, cgName, e.Env)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// take returns a token no path in place uses: the run's, or another this
+// process owns.
+func (e *Emulated) take() (netns.Token, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.busy == nil {
+		e.busy = map[netns.Token]bool{}
+	}
+	for _, tok := range append([]netns.Token{e.Token}, e.extra...) {
+		if !e.busy[tok] {
+			e.busy[tok] = true
+			return tok, nil
+		}
+	}
+	tok := netns.NewToken()
+	if err := cleanup.Claim(tok); err != nil {
+		return "", err
+	}
+	e.extra = append(e.extra, tok)
+	e.busy[tok] = true
+	return tok, nil
+}
+
+// give returns a token once its path is gone.
+func (e *Emulated) give(tok netns.Token) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.busy, tok)
+}
+
+// Close releases the tokens taken beyond the run's, with the guest images
+// made under them.
+func (e *Emulated) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for _, tok := range e.extra {
+		errs = append(errs, topo.RemoveImages(tok), cleanup.Release(tok))
+	}
+	e.extra = nil
+	return errors.Join(errs...)
 }
