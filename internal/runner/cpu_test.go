@@ -24,17 +24,9 @@ import (
 // nothing in it is counted twice, and cpu_s_per_gb describes the same
 // seconds as the percentages.
 func TestCPUAddsUpAtScale(t *testing.T) {
-	cases := runScenarioText(t, `
-name: cpu
-duration: 1s
-warmup: 0s
-samples: 1
-modes: [bridge]
-topologies: [chc]
-workloads:
-  - {type: tcp_stream, flows: 1}
-  - {type: tcp_stream, pattern: containers_x_flows, clients: 64, flows: 16, send_buffer: 256K, receive_buffer: 256K}
-`)
+	cases := runScenarioText(t, `{name: cpu, duration: 1s, warmup: 0s, samples: 1, modes: [bridge], topologies: [chc], workloads: [
+  {type: tcp_stream, flows: 1},
+  {type: tcp_stream, pattern: containers_x_flows, clients: 64, flows: 16, send_buffer: 256K, receive_buffer: 256K}]}`)
 	if len(cases) != 2 {
 		t.Fatalf("%d cases, want 2", len(cases))
 	}
