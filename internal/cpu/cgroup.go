@@ -1,7 +1,8 @@
 // Package cpu accounts for the CPU time that endpoints spend: each endpoint
 // runs in a cgroup of its own, and a sample's CPU cost is the difference
-// between two readings of that cgroup. Softirq time, which the kernel does
-// not charge to any cgroup, is read machine-wide from /proc/stat.
+// between two readings of that cgroup. The machine's busy, softirq and
+// steal time are read machine-wide from /proc/stat, and the ksoftirqd
+// threads' time from their schedstat.
 package cpu
 
 import (

@@ -22,6 +22,9 @@ func TestParseStatReadsSoftirqAndSteal(t *testing.T) {
 	if want := 1862710 * time.Millisecond; m.Steal != want {
 		t.Errorf("steal %v, want %v", m.Steal, want)
 	}
+	if want := 24640940 * time.Millisecond; m.Busy != want {
+		t.Errorf("busy %v, want user + nice + system + irq + softirq %v", m.Busy, want)
+	}
 	if _, err := parseStat(strings.NewReader("cpu 1 2 3 4 5 6 7\n")); err == nil {
 		t.Error("a cpu line without the steal column was accepted")
 	}
@@ -41,5 +44,14 @@ func TestReadMachineAdvances(t *testing.T) {
 	}
 	if d := b.Sub(a); d.Softirq < 0 || d.Steal < 0 {
 		t.Errorf("machine time went backwards: %+v", d)
+	}
+}
+
+func TestIRQTimeAccountedFromTheIRQColumn(t *testing.T) {
+	if irqTimeAccounted(nil, "cpu  725362 5940 1200720 1566535 8340 0 532072 186271 0 0") {
+		t.Error("a kernel that never counted an irq tick measures irq time")
+	}
+	if !irqTimeAccounted(nil, "cpu  725362 5940 1200720 1566535 8340 2731 532072 186271 0 0") {
+		t.Error("a kernel that counted irq time does not measure it")
 	}
 }

@@ -200,7 +200,9 @@ func (d *nativeDriver) combine(c model.Case, spec engine.RunSpec, results []clie
 	var x measure.Exchange
 	var hists []*hdrhistogram.Histogram
 	var rtt rttSum
+	var span receiveSpan
 	for _, r := range results {
+		span.add(r.sess)
 		if len(r.run.LatencyHDR) > 0 {
 			h, err := hdrhistogram.Decode(r.run.LatencyHDR)
 			if err != nil {
@@ -228,6 +230,7 @@ func (d *nativeDriver) combine(c model.Case, spec engine.RunSpec, results []clie
 		x.LatencyHDR = enc
 	}
 	x.RTT = rtt.stats()
+	span.apply(&x, spec.Workload)
 	// One pair of a stream or request/response without a pattern has no
 	// aggregate to report beyond its own figures.
 	if !d.path.Multi() && c.Params.Pattern == "" && (c.Workload == "tcp_stream" || c.Workload == "tcp_rr") {
@@ -289,6 +292,51 @@ func addClient(x *measure.Exchange, workload string, r clientResult, n int, rtt 
 		rtt.add(run.Transactions, run.RTT)
 	}
 	return nil
+}
+
+// receiveSpan is the time from the first byte any server received in an
+// exchange to the last, on the wall clock the engines of one machine
+// share.
+type receiveSpan struct {
+	first, last time.Time
+	sessions    int
+	unknown     bool
+}
+
+func (s *receiveSpan) add(r *engine.SessionResult) {
+	if r == nil {
+		return
+	}
+	if r.ClockOrigin.IsZero() || r.ReceivedBytes == 0 {
+		s.unknown = s.unknown || r.ClockOrigin.IsZero()
+		return
+	}
+	first, last := r.ClockOrigin.Add(r.FirstByte), r.ClockOrigin.Add(r.LastByte)
+	if s.sessions == 0 || first.Before(s.first) {
+		s.first = first
+	}
+	if s.sessions == 0 || last.After(s.last) {
+		s.last = last
+	}
+	s.sessions++
+}
+
+// apply makes a stream of several client endpoints report the rate the
+// path carried: every byte received over the time from the first to the
+// last. The endpoints' own rates, each over its own first-to-last byte,
+// add up to more where their spans do not overlap, as 64 endpoints
+// starting 16 flows each on two cores do not: their sum read 31 Gbit/s
+// for 8.5 Gbit/s received. Each endpoint's rate stays in PerEndpoint.
+func (s *receiveSpan) apply(x *measure.Exchange, workload string) {
+	if s.sessions < 2 || s.unknown || (workload != engine.WorkloadTCPStream && workload != engine.WorkloadUDPStream) {
+		return
+	}
+	span := s.last.Sub(s.first)
+	if span <= 0 {
+		return
+	}
+	x.ReceiveTime = span
+	x.ThroughputBPS = float64(x.ReceivedBytes) * 8 / span.Seconds()
 }
 
 // addIntervals adds b to a interval by interval.

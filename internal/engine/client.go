@@ -210,7 +210,12 @@ func (c *Client) Collect(ctx context.Context, session uint64, timeout time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("engine collect session %d: %w", session, err)
 	}
+	var origin time.Time
+	if resp.ClockOriginUnixNS != 0 {
+		origin = time.Unix(0, resp.ClockOriginUnixNS)
+	}
 	return &SessionResult{
+		ClockOrigin:   origin,
 		ReceivedBytes: resp.ReceivedBytes,
 		FirstByte:     time.Duration(resp.FirstByteNS),
 		LastByte:      time.Duration(resp.LastByteNS),

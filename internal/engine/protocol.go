@@ -137,11 +137,15 @@ type Response struct {
 	RTT *RTTStats `json:"rtt,omitempty"`
 
 	// collect
-	ReceivedBytes int64            `json:"received_bytes,omitempty"`
-	FirstByteNS   int64            `json:"first_byte_ns,omitempty"`
-	LastByteNS    int64            `json:"last_byte_ns,omitempty"`
-	Flows         int              `json:"flows,omitempty"`
-	Intervals     []model.Interval `json:"intervals,omitempty"`
+	ReceivedBytes int64 `json:"received_bytes,omitempty"`
+	FirstByteNS   int64 `json:"first_byte_ns,omitempty"`
+	LastByteNS    int64 `json:"last_byte_ns,omitempty"`
+	// ClockOriginUnixNS is the wall-clock time of the engine's monotonic
+	// clock's zero, so that the first and last bytes of sessions that
+	// engines on one machine received can be laid on one time line.
+	ClockOriginUnixNS int64            `json:"clock_origin_unix_ns,omitempty"`
+	Flows             int              `json:"flows,omitempty"`
+	Intervals         []model.Interval `json:"intervals,omitempty"`
 	// UDP: datagrams received, those the senders reported sending, their
 	// difference, arrivals with a sequence number below one already seen,
 	// and the mean over flows of RFC 3550 interarrival jitter.
@@ -189,7 +193,10 @@ type SessionResult struct {
 	FirstByte time.Duration
 	LastByte  time.Duration
 	Elapsed   time.Duration
-	Flows     int
+	// ClockOrigin is the wall-clock time of that clock's zero; zero when
+	// the engine did not say.
+	ClockOrigin time.Time
+	Flows       int
 	// Transactions served, for tcp_rr sessions.
 	Transactions int64
 	// Intervals hold received bytes per second, from the first byte.

@@ -100,18 +100,19 @@ func (e *engine) handle(req Request) Response {
 		var r SessionResult
 		r, err = e.sessions.collect(e.ctx, req.Session, time.Duration(req.TimeoutMS)*time.Millisecond)
 		resp = Response{
-			ReceivedBytes: r.ReceivedBytes,
-			FirstByteNS:   int64(r.FirstByte),
-			LastByteNS:    int64(r.LastByte),
-			ElapsedNS:     int64(r.Elapsed),
-			Flows:         r.Flows,
-			Transactions:  r.Transactions,
-			Intervals:     r.Intervals,
-			Packets:       r.Packets,
-			PeerSent:      r.PeerSent,
-			PeerLost:      r.PeerLost,
-			OutOfOrder:    r.OutOfOrder,
-			JitterNS:      r.JitterNS,
+			ReceivedBytes:     r.ReceivedBytes,
+			FirstByteNS:       int64(r.FirstByte),
+			LastByteNS:        int64(r.LastByte),
+			ClockOriginUnixNS: clockOrigin.UnixNano(),
+			ElapsedNS:         int64(r.Elapsed),
+			Flows:             r.Flows,
+			Transactions:      r.Transactions,
+			Intervals:         r.Intervals,
+			Packets:           r.Packets,
+			PeerSent:          r.PeerSent,
+			PeerLost:          r.PeerLost,
+			OutOfOrder:        r.OutOfOrder,
+			JitterNS:          r.JitterNS,
 		}
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)

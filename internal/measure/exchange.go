@@ -50,8 +50,9 @@ type Exchange struct {
 	// PerEndpoint is each client endpoint's throughput (streams) or
 	// transactions per second (the others) where a pattern placed
 	// several, or the case named one; nil otherwise, and for ping.
-	// ThroughputBPS and TxPerS are their sums: the endpoints run side by
-	// side, so the sum is the aggregate rate.
+	// TxPerS is their sum; ThroughputBPS is every byte received over the
+	// time from the first byte any server received to the last
+	// (ReceiveTime), or, where the engines cannot tell that, their sum.
 	PerEndpoint           []float64
 	ThroughputBPS, TxPerS float64
 	// UDP: datagrams (udp_stream) or requests (udp_rr) sent, received,

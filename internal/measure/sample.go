@@ -25,8 +25,11 @@ type reading struct {
 	// remote is set when the sites run on other machines, whose machine
 	// time this is.
 	remote bool
-	wire   netstat.Counters
-	udp    netstat.UDP
+	// local is set when every site is a namespace on this machine, whose
+	// processes this machine's /proc/stat counts.
+	local bool
+	wire  netstat.Counters
+	udp   netstat.UDP
 }
 
 // read reads every site of a path: the sender's CPU time is the sum over
@@ -34,7 +37,7 @@ type reading struct {
 // mode share their host's namespace, whose counters count once; each
 // machine's softirq and steal time count once too.
 func read(p *site.Path) (reading, error) {
-	r := reading{at: time.Now()}
+	r := reading{at: time.Now(), local: true}
 	var errs []error
 	seen := map[string]bool{}
 	machines := map[string]cpu.Machine{}
@@ -44,6 +47,9 @@ func read(p *site.Path) (reading, error) {
 		for _, s := range sites {
 			rd, err := s.Read(traffic)
 			errs = append(errs, err)
+			if _, ok := s.(*site.Local); !ok {
+				r.local = false
+			}
 			total = cpu.Usage{User: total.User + rd.CPU.User, System: total.System + rd.CPU.System}
 			if traffic && !seen[rd.Namespace] {
 				seen[rd.Namespace] = true
@@ -64,7 +70,7 @@ func read(p *site.Path) (reading, error) {
 		errs = append(errs, err)
 	}
 	for _, m := range machines {
-		r.machine = cpu.Machine{Softirq: r.machine.Softirq + m.Softirq, Steal: r.machine.Steal + m.Steal}
+		r.machine = r.machine.Add(m)
 		r.remote = true
 	}
 	return r, errors.Join(errs...)
@@ -112,6 +118,9 @@ func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMa
 	}
 	machine := after.machine.Sub(before.machine)
 	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / busy
+	if before.local && after.local {
+		machineValues(v, machine, clientCPU+serverCPU, busy)
+	}
 	// Steal is the hypervisor's, not the engine's doing: a rate over the
 	// time traffic flowed, where marks tell when that began (stealWatch).
 	v[model.CPUStealPct] = stealPct(before, after, busyTime, marks)
@@ -124,6 +133,17 @@ func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMa
 	}
 	patternValues(v, x)
 	return s, nil
+}
+
+// machineValues splits the machine's busy time over the sample into the
+// endpoints' (both, already in v), the softirq time no endpoint was
+// charged, and the rest, all over the same readings and the same busy
+// time.
+func machineValues(v map[string]float64, machine cpu.Machine, both time.Duration, busy float64) {
+	apart := machine.SoftirqApart()
+	v[model.CPUMachinePct] = 100 * machine.Busy.Seconds() / busy
+	v[model.CPUSoftirqApartPct] = 100 * apart.Seconds() / busy
+	v[model.CPUOtherPct] = 100 * (machine.Busy - both - apart).Seconds() / busy
 }
 
 // latencyValues fills the sample's latency metrics from the exchange's

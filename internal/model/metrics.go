@@ -10,15 +10,45 @@ const (
 	LatencyP99US     = "latency_p99_us"
 	LatencyP999US    = "latency_p999_us"
 	LatencyMeanUS    = "latency_mean_us"
-	CPUSenderPct     = "cpu_sender_pct"
-	CPUReceiverPct   = "cpu_receiver_pct"
-	CPUSoftirqPct    = "cpu_softirq_pct"
-	CPUStealPct      = "cpu_steal_pct" // what the hypervisor ran elsewhere
-	CPUSPerGB        = "cpu_s_per_gb"
-	CPUUSPerTx       = "cpu_us_per_tx"
-	SentBytes        = "sent_bytes"
-	ReceivedBytes    = "received_bytes"
-	Retransmits      = "tcp_retransmits"
+	// CPU, each in % of one core over the sample's busy time: the time
+	// between the readings taken before and after the exchange (the
+	// sample's duration), or, for an engine that idled part of it
+	// (sockperf), the time its traffic flowed.
+	//
+	// Sender and receiver: user + system time of every process started
+	// in the client (sender) and server (receiver) endpoints' cgroups,
+	// all their threads, precise from the cgroup's cpu.stat or cpuacct.
+	// On a kernel without IRQ time accounting that includes the softirq
+	// work the kernel did on top of those processes (for a veth, most of
+	// the receive path, inside the sender's send calls).
+	CPUSenderPct   = "cpu_sender_pct"
+	CPUReceiverPct = "cpu_receiver_pct"
+	// Softirq: the machine's softirq time on all CPUs from /proc/stat,
+	// whoever it ran for and whatever it ran on top of; on a kernel
+	// without IRQ time accounting partly also in sender and receiver.
+	CPUSoftirqPct = "cpu_softirq_pct"
+	// The machine's account, where every endpoint runs on this machine:
+	// its busy time on all CPUs from /proc/stat (user, nice, system,
+	// irq, softirq; not idle, iowait or steal), the softirq time no
+	// endpoint's cgroup was charged (all of it with IRQ time accounting,
+	// else the ksoftirqd threads' time), and the rest of the machine's
+	// busy time (the runner, other processes, softirq on top of them),
+	// so that sender + receiver + softirq apart + other = machine.
+	CPUMachinePct      = "cpu_machine_pct"
+	CPUSoftirqApartPct = "cpu_softirq_apart_pct"
+	CPUOtherPct        = "cpu_other_pct"
+	// Steal: what the hypervisor ran elsewhere, over the time traffic
+	// flowed.
+	CPUStealPct = "cpu_steal_pct"
+	// Sender + receiver CPU-seconds, over the same readings, per
+	// gigabyte received (streams) or in microseconds per transaction:
+	// cpu_s_per_gb × received_bytes / 1e9 / busy time is the cores that
+	// cpu_sender_pct + cpu_receiver_pct report.
+	CPUSPerGB     = "cpu_s_per_gb"
+	CPUUSPerTx    = "cpu_us_per_tx"
+	SentBytes     = "sent_bytes"
+	ReceivedBytes = "received_bytes"
+	Retransmits   = "tcp_retransmits"
 	// The kernel's account of a stream: bytes and frames the receiver's
 	// interfaces counted, and the engine's received bytes over the TCP
 	// payload those frames carried (1.0 when the two agree exactly).
@@ -70,25 +100,28 @@ type MetricInfo struct {
 
 // Metrics describes every metric cnbench reports.
 var Metrics = map[string]MetricInfo{
-	ThroughputBPS:    {"bit/s", true},
-	TransactionsPerS: {"1/s", true},
-	LatencyP50US:     {"us", false},
-	LatencyP90US:     {"us", false},
-	LatencyP99US:     {"us", false},
-	LatencyP999US:    {"us", false},
-	LatencyMeanUS:    {"us", false},
-	CPUSenderPct:     {"% of one core", false},
-	CPUReceiverPct:   {"% of one core", false},
-	CPUSoftirqPct:    {"% of one core", false},
-	CPUStealPct:      {"% of one core", false},
-	CPUSPerGB:        {"s/GB", false},
-	CPUUSPerTx:       {"us", false},
-	SentBytes:        {"B", true},
-	ReceivedBytes:    {"B", true},
-	Retransmits:      {"segments", false},
-	WireRxBytes:      {"B", true},
-	WireRxPackets:    {"frames", true},
-	AppWireRatio:     {"ratio", true},
+	ThroughputBPS:      {"bit/s", true},
+	TransactionsPerS:   {"1/s", true},
+	LatencyP50US:       {"us", false},
+	LatencyP90US:       {"us", false},
+	LatencyP99US:       {"us", false},
+	LatencyP999US:      {"us", false},
+	LatencyMeanUS:      {"us", false},
+	CPUSenderPct:       {"% of one core", false},
+	CPUReceiverPct:     {"% of one core", false},
+	CPUSoftirqPct:      {"% of one core", false},
+	CPUMachinePct:      {"% of one core", false},
+	CPUSoftirqApartPct: {"% of one core", false},
+	CPUOtherPct:        {"% of one core", false},
+	CPUStealPct:        {"% of one core", false},
+	CPUSPerGB:          {"s/GB", false},
+	CPUUSPerTx:         {"us", false},
+	SentBytes:          {"B", true},
+	ReceivedBytes:      {"B", true},
+	Retransmits:        {"segments", false},
+	WireRxBytes:        {"B", true},
+	WireRxPackets:      {"frames", true},
+	AppWireRatio:       {"ratio", true},
 
 	ThroughputPerEndpointBPS: {"bit/s", true},
 	FairnessJain:             {"index", true},
