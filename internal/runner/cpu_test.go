@@ -13,7 +13,7 @@ import (
 	"cnbench/internal/measure"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/placement"
+	"cnbench/internal/pinning"
 	"cnbench/internal/site"
 	"cnbench/internal/testutil"
 )
@@ -30,7 +30,7 @@ func TestCPUAddsUpAtScale(t *testing.T) {
 	if len(cases) != 2 {
 		t.Fatalf("%d cases, want 2", len(cases))
 	}
-	m, err := placement.ReadMachine()
+	m, err := pinning.ReadMachine()
 	if err != nil {
 		t.Fatal(err)
 	}
