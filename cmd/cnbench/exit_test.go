@@ -109,26 +109,34 @@ func TestRunExitCodes(t *testing.T) {
 // exactly these statuses, in its case order.
 func requireStoredStatuses(t *testing.T, db string, want ...model.Status) {
 	t.Helper()
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	id, err := st.LatestRunID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := storedRun(t, db, 0)
 	var got []model.Status
 	for _, c := range res.Cases {
 		got = append(got, c.Status)
 	}
 	if !slices.Equal(got, want) || res.Run.Status != "done" {
-		t.Errorf("stored run %d: %s with cases %v, want done with %v", id, res.Run.Status, got, want)
+		t.Errorf("stored run %d: %s with cases %v, want done with %v", res.Run.ID, res.Run.Status, got, want)
 	}
+}
+
+// storedRun loads run id (0: the latest) from the database at db.
+func storedRun(t *testing.T, db string, id int64) *model.RunResult {
+	t.Helper()
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if id == 0 {
+		if id, err = st.LatestRunID(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // TestResumeExitCodes resumes the run of a failed case: resuming a
@@ -198,16 +206,7 @@ func TestSignalExitCodes(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != tc.code {
 				t.Errorf("exit code %d after %v, want %d", code, tc.sig, tc.code)
 			}
-			st, err := store.Open(filepath.Join(dir, "r.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			res, err := st.LoadRun(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Run.Status != "interrupted" {
+			if res := storedRun(t, filepath.Join(dir, "r.db"), 1); res.Run.Status != "interrupted" {
 				t.Errorf("run stored as %s after %v, want interrupted", res.Run.Status, tc.sig)
 			}
 		})
