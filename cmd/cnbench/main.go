@@ -13,18 +13,26 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"cnbench/internal/scenario"
 )
 
-// Exit codes.
+// Exit codes; docs/exit-codes.md is their one table.
 const (
 	exitOK          = 0
-	exitFailure     = 1
+	exitFailure     = 1 // something failed: a case, the run, reading or writing
 	exitUsage       = 2 // invalid input: nothing was created
 	exitRegression  = 3 // compare --fail-on-regression found one
 	exitInterrupted = 130
 )
+
+// exitCoder is an error that says what the process exits with. The first
+// one in an error's chain decides.
+type exitCoder interface {
+	error
+	ExitCode() int
+}
 
 // exitError carries the process exit code with an error.
 type exitError struct {
@@ -34,18 +42,50 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code }
 
 func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
 
+// signalError is why a signal cancelled the command's context; the
+// process then exits as the shell reports a death by that signal, with
+// 128 plus its number.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + unix.SignalName(e.sig) }
+func (e signalError) ExitCode() int { return 128 + int(e.sig) }
+
+// stopSignals end a command cleanly: Ctrl-C, kill's default, and the
+// terminal going away.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// interrupted marks err as the end of a command its context stopped,
+// with the code of the signal that stopped it (130 without one).
+func interrupted(ctx context.Context, err error) error {
+	var ec exitCoder
+	if errors.As(context.Cause(ctx), &ec) {
+		return &exitError{code: ec.ExitCode(), err: err}
+	}
+	return &exitError{code: exitInterrupted, err: err}
+}
+
+// stopReason says what stopped a command: the signal, or "interrupted".
+func stopReason(ctx context.Context) string {
+	var se signalError
+	if errors.As(context.Cause(ctx), &se) {
+		return se.Error()
+	}
+	return "interrupted"
+}
+
 // exitCode picks the code for an error that reached main.
 func exitCode(err error) int {
-	var ee *exitError
+	var ec exitCoder
 	var se *scenario.Error
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ee):
-		return ee.code
+	case errors.As(err, &ec):
+		return ec.ExitCode()
 	case errors.As(err, &se):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
@@ -56,9 +96,19 @@ func exitCode(err error) int {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	go func() {
+		// The first signal stops the command; later ones are caught too,
+		// so that it can finish stopping cleanly.
+		if s, ok := (<-sigs).(syscall.Signal); ok {
+			cancel(signalError{s})
+		}
+	}()
 	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
+	cancel(nil)
 	os.Exit(code)
 }
 
@@ -70,7 +120,17 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	var ec exitCoder
+	switch {
+	case err == nil || errors.As(err, &ec):
+	case errors.Is(err, context.Canceled):
+		err = interrupted(ctx, err)
+	case cmd == root:
+		// The root command runs nothing: its only errors are a command
+		// line that names no command.
+		err = usageError(err)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "cnbench:", err)
 	}
@@ -94,5 +154,22 @@ cost against the native host baseline.`,
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
 	root.AddCommand(newGuestAgentCommand())
 	root.AddCommand(newAgentCommand())
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes wrong arguments to c and its subcommands a usage
+// error, as wrong flags are.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }

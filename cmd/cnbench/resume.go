@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -73,11 +72,5 @@ func resumeRun(cmd *cobra.Command, args []string, f runFlags) error {
 	case errors.Is(runErr, runner.ErrRunAlive):
 		return runErr
 	}
-	if err := printReport(cmd, st, f.resume, f.format); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if errors.Is(runErr, context.Canceled) {
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: run %d holds the samples measured so far; resume it again with --resume %d", f.resume, f.resume)}
-	}
-	return runErr
+	return endRun(cmd, st, f.resume, runErr, f, fmt.Sprintf("; resume it again with --resume %d", f.resume))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"cnbench/internal/driver"
+	"cnbench/internal/model"
 	"cnbench/internal/modes"
 	"cnbench/internal/report"
 	"cnbench/internal/runner"
@@ -55,6 +56,7 @@ type runFlags struct {
 	sampling         samplingFlags
 	resume           int64
 	quick            bool
+	allowFailures    bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -65,7 +67,12 @@ func newRunCommand() *cobra.Command {
 		Long: `Run expands a scenario into cases (modes x topologies x workloads x
 parameters), measures each, stores every sample in the database as soon as
 it is taken, and prints the results table. Without a file, the matrix comes
-from --modes, --topologies and --workloads. Needs root.`,
+from --modes, --topologies and --workloads. Needs root.
+
+Exit status: 0 when every case is ok or skipped, 1 when some case failed
+(the results are printed and stored all the same; --allow-failures exits
+0), 2 for invalid input, 130, 143 or 129 when SIGINT, SIGTERM or SIGHUP
+stopped the run (stored as interrupted; --resume goes on).`,
 		Example: `  cnbench run suites/quick.yaml
   cnbench run quick --samples 5 --duration 10s
   cnbench run --modes bridge,macvlan --workloads tcp_stream,tcp_rr --topologies chc,chhc --flows 1,4
@@ -109,6 +116,7 @@ from --modes, --topologies and --workloads. Needs root.`,
 		"keep sampling each case until its 95% confidence interval is within PCT % of the mean",
 		"most samples per case with --target-ci")
 	fl.Int64Var(&f.resume, "resume", 0, "continue run `RUN` (interrupted or killed) from its first missing sample")
+	fl.BoolVar(&f.allowFailures, "allow-failures", false, "exit 0 even when cases failed (they still show as failed in the results)")
 	fl.BoolVar(&f.quick, "quick", false, "run the scenario's quick form: 300ms samples, 2 per case, each sweep cut to its first, middle and last point; the run's scenario is named NAME-quick (--duration, --warmup, --samples still win)")
 	return cmd
 }
@@ -218,19 +226,43 @@ func runScenario(cmd *cobra.Command, spec *scenario.Spec, f runFlags) error {
 	if runID == 0 {
 		return runErr
 	}
-	if err := printReport(cmd, st, runID, f.format); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if errors.Is(runErr, context.Canceled) {
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: run %d holds the samples measured so far", runID)}
-	}
-	return runErr
+	return endRun(cmd, st, runID, runErr, f, "")
 }
 
-func printReport(cmd *cobra.Command, st *store.Store, runID int64, format string) error {
+// endRun prints a run's stored results and says how the command ends:
+// stopped by a signal, failed by the run's own error, failed because some
+// case failed (unless --allow-failures), or well. again tells how to go
+// on after an interruption.
+func endRun(cmd *cobra.Command, st *store.Store, runID int64, runErr error, f runFlags, again string) error {
 	res, err := st.LoadRun(runID)
-	if err != nil {
-		return err
+	if err == nil {
+		err = report.Write(cmd.OutOrStdout(), report.Build(res), f.format)
 	}
-	return report.Write(cmd.OutOrStdout(), report.Build(res), format)
+	switch {
+	case err != nil:
+		return errors.Join(runErr, err)
+	case errors.Is(runErr, context.Canceled):
+		return interrupted(cmd.Context(), fmt.Errorf("%s: run %d holds the samples measured so far%s", stopReason(cmd.Context()), runID, again))
+	case runErr != nil:
+		return runErr
+	case f.allowFailures:
+		return nil
+	}
+	return failedCases(res)
+}
+
+// failedCases is an error naming the cases of res that failed, nil when
+// none did.
+func failedCases(res *model.RunResult) error {
+	var failed []string
+	for _, c := range res.Cases {
+		if c.Status == model.StatusFailed {
+			failed = append(failed, fmt.Sprintf("#%d %s", c.Index, c.Key))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return &exitError{code: exitFailure, err: fmt.Errorf("run %d: %d of %d cases failed (%s); the results above give the reasons",
+		res.Run.ID, len(failed), len(res.Cases), strings.Join(failed, ", "))}
 }

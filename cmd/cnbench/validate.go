@@ -138,7 +138,9 @@ func runValidate(cmd *cobra.Command, f validateFlags) error {
 			return errors.New("the engines or the counters disagree beyond the thresholds (marked DISAGREE above)")
 		}
 	}
-	return nil
+	// A failed engine leaves its checks "not compared", and validate has
+	// then not checked what it was asked to.
+	return failedCases(res)
 }
 
 // runValidation runs spec into st, letting validate's verdicts end each

@@ -38,7 +38,7 @@ var ChartKinds = []ChartKind{
 	{"msgsize", "throughput (or transactions/s) against message size, a line per mode"},
 	{"latency", "latency percentiles p50, p90, p99, p99.9 per mode, from the merged histograms"},
 	{"cdf", "latency distribution (CDF) per mode, from the merged histograms"},
-	{"cpu", "CPU cost: cores per Gbit/s for streams, CPU time per transaction for request/response"},
+	{"cpu", "CPU cost: CPU cores per Gbit/s for streams (cpu_s_per_gb / 8), CPU time per transaction for request/response"},
 	{"overhead", "each mode's cost against the host baseline of the same case, in percent"},
 }
 
@@ -57,6 +57,10 @@ type Chart struct {
 	ID    string
 	Kind  string
 	Title string
+	// XLabel and YLabel are the axes' labels, each naming its unit.
+	XLabel, YLabel string
+	// Values are the numbers the chart plots, in its axes' units.
+	Values []ChartValue
 
 	plot *plot.Plot
 	// leftPad makes room for slanted group labels, whose start hangs
@@ -105,8 +109,8 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 	case "bars":
 		for _, w := range cs.workloads() {
 			primary := workload.PrimaryMetric(w)
-			scale, unit := primaryScale(primary)
-			add(cs.barChart("bars-"+w, kind, fmt.Sprintf("%s: %s by mode (mean, 95%% CI)", w, metricNoun(primary)), unit,
+			scale, label := metricAxis(primary)
+			add(cs.barChart("bars-"+w, kind, fmt.Sprintf("%s: %s by mode (mean, 95%% CI)", w, quantity(primary)), label,
 				cs.measured(w), cs.pal.modes, func(c CaseReport) (stats.Summary, bool) {
 					s, ok := c.Metrics[primary]
 					return scaleSummary(s, scale), ok
@@ -121,11 +125,12 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 	case "cpu":
 		for _, w := range cs.workloads() {
 			cases := cs.measured(w)
-			metric, scale, title, unit := model.CPUSPerGB, 8.0, "CPU cost per Gbit/s (sender + receiver)", "CPU cores per Gbit/s"
+			metric, title := model.CPUSPerGB, "CPU cost per Gbit/s (sender + receiver)"
 			if !anyHas(cases, metric) {
-				metric, scale, title, unit = model.CPUUSPerTx, 1, "CPU time per transaction (client + server)", "CPU per transaction (µs)"
+				metric, title = model.CPUUSPerTx, "CPU time per transaction (client + server)"
 			}
-			add(cs.barChart("cpu-"+w, kind, w+": "+title, unit, cases, cs.pal.modes, func(c CaseReport) (stats.Summary, bool) {
+			scale, label := metricAxis(metric)
+			add(cs.barChart("cpu-"+w, kind, w+": "+title, label, cases, cs.pal.modes, func(c CaseReport) (stats.Summary, bool) {
 				s, ok := c.Metrics[metric]
 				return scaleSummary(s, scale), ok
 			}, false))
@@ -134,7 +139,7 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 		modes := slices.DeleteFunc(slices.Clone(cs.pal.modes), func(m string) bool { return m == baselineMode })
 		for _, w := range cs.workloads() {
 			primary := workload.PrimaryMetric(w)
-			add(cs.barChart("overhead-"+w, kind, fmt.Sprintf("%s: %s overhead against host (above 0 = worse)", w, metricNoun(primary)),
+			add(cs.barChart("overhead-"+w, kind, fmt.Sprintf("%s: %s overhead against host (above 0 = worse)", w, quantity(primary)),
 				"overhead against host (%)", cs.measured(w), modes, func(c CaseReport) (stats.Summary, bool) {
 					o, ok := c.OverheadPct[primary]
 					return stats.Summary{Mean: o, N: 1}, ok
@@ -170,18 +175,12 @@ func anyHas(cases []CaseReport, metric string) bool {
 	return slices.ContainsFunc(cases, func(c CaseReport) bool { _, ok := c.Metrics[metric]; return ok })
 }
 
-func primaryScale(metric string) (float64, string) {
-	if metric == model.ThroughputBPS {
-		return 1e-9, "throughput (Gbit/s)"
+// quantity names what metric measures.
+func quantity(metric string) string {
+	if q := model.Metrics[metric].Quantity; q != "" {
+		return q
 	}
-	return 1, "transactions per second"
-}
-
-func metricNoun(metric string) string {
-	if metric == model.ThroughputBPS {
-		return "throughput"
-	}
-	return "transaction rate"
+	return metric
 }
 
 func scaleSummary(s stats.Summary, k float64) stats.Summary {
@@ -257,6 +256,7 @@ func (cs *chartSet) barChart(id, kind, title, yLabel string, cases []CaseReport,
 	width := max(7.5*vg.Inch, vg.Length(len(groups)*len(bars.series))*vg.Points(18)+vg.Points(120))
 	ch := cs.chart(id, kind, title, p, legend, width+leftPad)
 	ch.leftPad = leftPad
+	ch.Values = barValues(bars, groups)
 	return ch, true
 }
 
@@ -269,8 +269,8 @@ func longest(ss []string) int {
 }
 
 func (cs *chartSet) chart(id, kind, title string, p *plot.Plot, legend []string, width vg.Length) Chart {
-	return Chart{ID: slug(id), Kind: kind, Title: title, plot: p, legend: legend, colors: cs.pal.colors,
-		width: width, height: 4.2 * vg.Inch}
+	return Chart{ID: slug(id), Kind: kind, Title: title, XLabel: p.X.Label.Text, YLabel: p.Y.Label.Text,
+		plot: p, legend: legend, colors: cs.pal.colors, width: width, height: 4.2 * vg.Inch}
 }
 
 var unsafeID = regexp.MustCompile(`[^a-z0-9_.=-]+`)
@@ -346,7 +346,7 @@ func (cs *chartSet) axisCharts(kind string) ([]Chart, error) {
 		}
 		w := pn.cases[0].Workload
 		primary := workload.PrimaryMetric(w)
-		scale, yLabel := primaryScale(primary)
+		scale, yLabel := metricAxis(primary)
 		var series []lineSeries
 		var legend []string
 		for _, m := range cs.pal.modes {
@@ -388,8 +388,10 @@ func (cs *chartSet) axisCharts(kind string) ([]Chart, error) {
 		}
 		p.Y.Min = 0
 		p.Y.Max *= 1.08
-		title := fmt.Sprintf("%s: %s against %s · %s", w, metricNoun(primary), map[string]string{"flows": "flows", "msgsize": "message size"}[kind], pn.label)
-		out = append(out, cs.chart(kind+"-"+pn.id, kind, title, p, legend, 7.5*vg.Inch))
+		title := fmt.Sprintf("%s: %s against %s · %s", w, quantity(primary), map[string]string{"flows": "flows", "msgsize": "message size"}[kind], pn.label)
+		ch := cs.chart(kind+"-"+pn.id, kind, title, p, legend, 7.5*vg.Inch)
+		ch.Values = lineValues(series)
+		out = append(out, ch)
 	}
 	return out, nil
 }
@@ -415,14 +417,16 @@ func (cs *chartSet) latencyCharts() ([]Chart, error) {
 			bars.series = append(bars.series, ser)
 			legend = append(legend, m)
 		}
-		p := newPlot("", "percentile", "latency (µs)")
+		p := newPlot("", "percentile", "latency ("+shownUnitOf(model.LatencyP50US)+")")
 		p.Add(bars)
 		p.X.Tick.Marker = groupTicks(groups)
 		p.X.Tick.Length = 0
 		_, _, _, ymax := bars.DataRange()
 		p.Y.Min, p.Y.Max = 0, ymax*1.08
 		title := fmt.Sprintf("%s: latency percentiles (merged histograms, 95%% CI) · %s", pn.cases[0].Workload, pn.label)
-		out = append(out, cs.chart("latency-"+pn.id, "latency", title, p, legend, 7.5*vg.Inch))
+		ch := cs.chart("latency-"+pn.id, "latency", title, p, legend, 7.5*vg.Inch)
+		ch.Values = barValues(bars, groups)
+		out = append(out, ch)
 	}
 	return out, nil
 }
@@ -440,8 +444,9 @@ var cdfQuantiles = func() []float64 {
 func (cs *chartSet) cdfCharts() ([]Chart, error) {
 	var out []Chart
 	for _, pn := range cs.panels(nil, func(c CaseReport) bool { return c.latency != nil }) {
-		p := newPlot("", "latency (µs, log scale)", "fraction of transactions")
+		p := newPlot("", "latency ("+shownUnitOf(model.LatencyP50US)+", log scale)", "fraction of transactions")
 		var legend []string
+		var values []ChartValue
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, m := range cs.pal.modes {
 			i := slices.IndexFunc(pn.cases, func(c CaseReport) bool { return c.Mode == m })
@@ -453,6 +458,7 @@ func (cs *chartSet) cdfCharts() ([]Chart, error) {
 			for _, q := range cdfQuantiles {
 				us := math.Max(nsToUS(float64(h.ValueAtQuantile(q))), 0.001)
 				pts = append(pts, plotter.XY{X: us, Y: q / 100})
+				values = append(values, ChartValue{Series: m, X: us, Y: q / 100, Low: q / 100, High: q / 100})
 				lo, hi = math.Min(lo, us), math.Max(hi, us)
 			}
 			line, err := plotter.NewLine(pts)
@@ -468,7 +474,9 @@ func (cs *chartSet) cdfCharts() ([]Chart, error) {
 		p.X.Min, p.X.Max = lo/1.1, hi*1.1
 		p.Y.Min, p.Y.Max = 0, 1
 		title := fmt.Sprintf("%s: latency distribution (CDF, all samples merged) · %s", pn.cases[0].Workload, pn.label)
-		out = append(out, cs.chart("cdf-"+pn.id, "cdf", title, p, legend, 7.5*vg.Inch))
+		ch := cs.chart("cdf-"+pn.id, "cdf", title, p, legend, 7.5*vg.Inch)
+		ch.Values = values
+		out = append(out, ch)
 	}
 	return out, nil
 }

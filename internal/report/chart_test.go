@@ -221,3 +221,57 @@ func blank(img interface {
 	}
 	return true
 }
+
+// TestChartUnitsFollowTheMetric draws the charts of a run with a stream,
+// a ping and a rate search, and requires each value axis to name its
+// metric's quantity and unit, and each value in that unit: a stream that
+// costs 1.2 CPU seconds per GB costs 0.15 cores per Gbit/s.
+func TestChartUnitsFollowTheMetric(t *testing.T) {
+	sample := func(values map[string]float64) []model.Sample {
+		return []model.Sample{{Started: at(1, 0), Duration: time.Second, Values: values}}
+	}
+	res := &model.RunResult{Run: model.Run{ID: 1, Scenario: "units", Started: at(0, 0), Status: "done"}}
+	for i, c := range []struct {
+		workload string
+		values   map[string]float64
+	}{
+		{"tcp_stream", map[string]float64{model.ThroughputBPS: 10e9, model.CPUSPerGB: 1.2}},
+		{"ping", map[string]float64{model.RTTAvgUS: 42}},
+		{"udp_max_rate", map[string]float64{model.MaxRateBPS: 2.5e9}},
+		{"tcp_crr", map[string]float64{model.ConnectionsPerS: 9000, model.CPUUSPerTx: 30}},
+	} {
+		res.Cases = append(res.Cases, model.CaseResult{Case: model.Case{Index: i, Key: c.workload, Mode: "host", Topology: "chc",
+			Workload: c.workload, Engine: "native", Status: model.StatusOK}, Samples: sample(c.values)})
+	}
+	charts, err := Charts(Build(res), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		label string
+		value float64
+	}{
+		"bars-tcp_stream":   {"throughput (Gbit/s)", 10},
+		"cpu-tcp_stream":    {"stream CPU cost (cores per Gbit/s)", 0.15},
+		"bars-ping":         {"mean round trip (µs)", 42},
+		"bars-udp_max_rate": {"max rate (Gbit/s)", 2.5},
+		"bars-tcp_crr":      {"connection rate (per second)", 9000},
+		"cpu-tcp_crr":       {"CPU time per transaction (µs)", 30},
+	}
+	for _, ch := range charts {
+		w, ok := want[ch.ID]
+		if !ok {
+			continue
+		}
+		delete(want, ch.ID)
+		if ch.YLabel != w.label {
+			t.Errorf("%s: axis %q, want %q", ch.ID, ch.YLabel, w.label)
+		}
+		if len(ch.Values) != 1 || math.Abs(ch.Values[0].Y-w.value) > 1e-9*w.value {
+			t.Errorf("%s: plots %+v, want %v", ch.ID, ch.Values, w.value)
+		}
+	}
+	for id := range want {
+		t.Errorf("no chart %s", id)
+	}
+}

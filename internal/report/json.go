@@ -40,6 +40,7 @@ type jsonCase struct {
 	Outcome     model.Outcome         `json:"outcome,omitzero"`
 	Metrics     map[string]jsonMetric `json:"metrics"`
 	OverheadPct map[string]float64    `json:"overhead_pct,omitempty"`
+	VsHostPct   map[string]float64    `json:"vs_host_pct,omitempty"`
 }
 
 type jsonMetric struct {
@@ -76,6 +77,7 @@ func (r *Report) toJSON() jsonReport {
 			Params: c.Params, Engine: c.Engine, Status: c.Status, Reason: c.Reason, Outcome: c.Outcome,
 			Metrics:     make(map[string]jsonMetric, len(c.Metrics)),
 			OverheadPct: c.OverheadPct,
+			VsHostPct:   c.VsHostPct,
 		}
 		for name, s := range c.Metrics {
 			jc.Metrics[name] = jsonMetric{

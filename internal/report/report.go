@@ -55,6 +55,10 @@ type CaseReport struct {
 	// host case with the same topology, workload, engine and parameters.
 	// Positive always means worse than native.
 	OverheadPct map[string]float64
+	// VsHostPct maps the same metrics to their change against that host
+	// case in percent of it, signed as the metric moved: a throughput 37%
+	// below host's is -37, a p99 latency 25% above it +25.
+	VsHostPct map[string]float64
 	// latency merges the samples' latency histograms, for the CDF chart;
 	// nil for cases without transactions.
 	latency *hdrhistogram.Histogram
@@ -137,9 +141,10 @@ func addOverheads(cases []CaseReport) {
 				continue
 			}
 			if c.OverheadPct == nil {
-				c.OverheadPct = map[string]float64{}
+				c.OverheadPct, c.VsHostPct = map[string]float64{}, map[string]float64{}
 			}
 			c.OverheadPct[name] = overheadPct(hostSummary.Mean, s.Mean, info.HigherIsBetter)
+			c.VsHostPct[name] = (s.Mean - hostSummary.Mean) / hostSummary.Mean * 100
 		}
 	}
 }

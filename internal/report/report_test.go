@@ -227,7 +227,7 @@ func TestJSONLayout(t *testing.T) {
 	checkKeys(t, "run", doc.Run, "id", "scenario", "started", "finished", "status", "seed", "environment")
 	caseKeys := []string{"index", "key", "mode", "topology", "workload", "params", "engine", "status", "metrics"}
 	checkKeys(t, "host case", doc.Cases[0], caseKeys...)
-	checkKeys(t, "bridge case", doc.Cases[1], append(caseKeys, "overhead_pct")...)
+	checkKeys(t, "bridge case", doc.Cases[1], append(caseKeys, "overhead_pct", "vs_host_pct")...)
 	checkKeys(t, "skipped case", doc.Cases[4], append(caseKeys, "reason")...)
 	if string(doc.Cases[4]["metrics"]) != "{}" {
 		t.Errorf("skipped case metrics = %s, want {}", doc.Cases[4]["metrics"])
