@@ -149,6 +149,10 @@ type Outcome struct {
 	// Retaken counts the samples taken again because the hypervisor
 	// stole more CPU time than Params.MaxStealPct during them.
 	Retaken int `json:"retaken,omitempty"`
+	// Paired says the case took its samples in turns with the cases that
+	// differ from it only in their mode (host among them), so that its
+	// sample i and theirs were taken side by side.
+	Paired bool `json:"paired,omitempty"`
 }
 
 // Interval is a slice of a sample, normally one second long.

@@ -49,8 +49,8 @@ func TestModesTakeTurnsWhenPaired(t *testing.T) {
 	r.opts.Pairing = true
 	res := runDoc(t, r, st, "pairing.yaml", pairingDoc)
 	for _, c := range res.Cases {
-		if c.Status != model.StatusOK || len(c.Samples) != 3 {
-			t.Fatalf("%s: %s %s, %d samples", c.Key, c.Status, c.Reason, len(c.Samples))
+		if c.Status != model.StatusOK || len(c.Samples) != 3 || !c.Outcome.Paired {
+			t.Fatalf("%s: %s %s, %d samples, paired %v", c.Key, c.Status, c.Reason, len(c.Samples), c.Outcome.Paired)
 		}
 	}
 	modes := sampleModes(res)
@@ -63,7 +63,13 @@ func TestModesTakeTurnsWhenPaired(t *testing.T) {
 
 	r2, st2 := newTestRunner(t)
 	r2.opts.Order = OrderSequential
-	modes = sampleModes(runDoc(t, r2, st2, "pairing.yaml", pairingDoc))
+	res = runDoc(t, r2, st2, "pairing.yaml", pairingDoc)
+	for _, c := range res.Cases {
+		if c.Outcome.Paired {
+			t.Errorf("%s: paired in an unpaired run", c.Key)
+		}
+	}
+	modes = sampleModes(res)
 	t.Logf("unpaired: %v", modes)
 	if want := []string{"host", "host", "host", "bridge", "bridge", "bridge"}; !slices.Equal(modes, want) {
 		t.Errorf("unpaired, in sequence: %v, want %v", modes, want)

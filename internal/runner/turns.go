@@ -88,6 +88,9 @@ type turn struct {
 // returned.
 func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]model.Sample) error {
 	r.prog.StartCases(cs)
+	if err := r.markPaired(cs); err != nil {
+		return err
+	}
 	turns := make([]*turn, len(cs))
 	for i, c := range cs {
 		turns[i] = &turn{c: c, samples: slices.Clone(prior[i])}
@@ -96,6 +99,21 @@ func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]model
 	for _, t := range turns {
 		if err := r.recordOutcome(ctx, t.c, t.err); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// markPaired records, with cases whose modes take turns, that their
+// samples pair up with the other modes' sample by sample.
+func (r *Runner) markPaired(cs []*model.Case) error {
+	if !slices.ContainsFunc(cs, func(c *model.Case) bool { return c.Mode != cs[0].Mode }) {
+		return nil
+	}
+	for _, c := range cs {
+		c.Outcome.Paired = true
+		if err := r.store.SetCaseOutcome(c.ID, c.Outcome); err != nil {
+			return &storeError{err}
 		}
 	}
 	return nil
