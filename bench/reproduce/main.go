@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -53,7 +54,9 @@ case, first, middle and last point of each sweep) checks that the
 experiment runs: with two samples a side Student's t for one degree of
 freedom is 12.7, so its intervals are wide and its ratios indicative only.
 It aims at under two minutes per suite on an idle two-core machine; the
-second table shows what each took here.
+second table shows what each took here. On two cores single cases swing
+by tens of percent between runs, more so while other work shares the
+machine; the intervals show by how much within a run, not between runs.
 `
 
 // rules states the rules of bench/reproduce/rule.go for the page; its
@@ -102,6 +105,7 @@ the interval, the row says so: the measurement does not settle it.
 
 type runInfo struct {
 	id    int64
+	db    string // the database's file name
 	name  string
 	quick bool
 	res   *model.RunResult
@@ -142,7 +146,7 @@ func latestRuns(db string, out, quickOut map[string]*runInfo) error {
 		if err != nil {
 			return err
 		}
-		ri := &runInfo{id: r.ID, name: name, quick: quick, res: res}
+		ri := &runInfo{id: r.ID, db: filepath.Base(db), name: name, quick: quick, res: res}
 		if quick {
 			quickOut[name] = ri
 		}
@@ -242,7 +246,7 @@ func writeRuns(w *os.File, runs, quick map[string]*runInfo) {
 		for _, c := range ri.res.Cases {
 			n[c.Status]++
 		}
-		fmt.Fprintf(w, "| %s | %d (%s) | %s | %d / %d / %d | %s |\n", name, ri.id, ri.res.Run.Scenario, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed], wall(ri))
+		fmt.Fprintf(w, "| %s | %d (%s) in %s | %s | %d / %d / %d | %s |\n", name, ri.id, ri.res.Run.Scenario, ri.db, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed], wall(ri))
 	}
 	fmt.Fprintln(w, "\nThe quick forms (`cnbench run SUITE --quick`), on the same machine:")
 	fmt.Fprintln(w, "\n| suite | cases | wall time |")
