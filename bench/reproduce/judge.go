@@ -41,7 +41,7 @@ type outcome struct {
 	ci          bool
 	lo, hi      float64
 	span        []verdict
-	numN, denN  int
+	numN, denN  int // the samples on each side
 }
 
 // judge decides a finding by its rule from its two sides.
