@@ -325,12 +325,13 @@ func why(f finding, o outcome) string {
 }
 
 // ratioText keeps two significant digits of a small ratio, which two
-// decimals would round to 0.00, and of a large one.
+// decimals would round to 0.00, and of a very large one; a large one is
+// a whole number.
 func ratioText(r float64) string {
 	switch {
-	case r >= 100:
+	case r >= 100 && r < 1e4:
 		return fmt.Sprintf("%.0f", r)
-	case r < 0.1:
+	case r < 0.1 || r >= 1e4:
 		return fmt.Sprintf("%.2g", r)
 	}
 	return fmt.Sprintf("%.2f", r)
