@@ -249,11 +249,15 @@ func writeRuns(w *os.File, runs, quick map[string]*runInfo) {
 		fmt.Fprintf(w, "| %s | %d (%s) in %s | %s | %d / %d / %d | %s |\n", name, ri.id, ri.res.Run.Scenario, ri.db, form, n[model.StatusOK], n[model.StatusSkipped], n[model.StatusFailed], wall(ri))
 	}
 	fmt.Fprintln(w, "\nThe quick forms (`cnbench run SUITE --quick`), on the same machine:")
-	fmt.Fprintln(w, "\n| suite | cases | wall time |")
-	fmt.Fprintln(w, "|---|---|---|")
+	fmt.Fprintln(w, "\n| suite | cases | samples per case | wall time |")
+	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, name := range suiteNames {
 		if ri := quick[name]; ri != nil {
-			fmt.Fprintf(w, "| %s | %d | %s |\n", name, len(ri.res.Cases), wall(ri))
+			samples := 0
+			if len(ri.res.Cases) > 0 {
+				samples = ri.res.Cases[0].Params.Samples
+			}
+			fmt.Fprintf(w, "| %s | %d | %d | %s |\n", name, len(ri.res.Cases), samples, wall(ri))
 		}
 	}
 }
