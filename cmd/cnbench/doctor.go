@@ -59,7 +59,7 @@ is unsupported is stored as skipped with the same reason.`,
 				fmt.Fprintf(w, "mode %s\t%s\t%s\n", name, verdict(err), d.Summary)
 			}
 			if root {
-				writeEngines(w)
+				writeContainerRuntimes(w)
 			}
 			for _, t := range topo.Kinds {
 				var err error

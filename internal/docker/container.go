@@ -76,8 +76,8 @@ func (d *Daemon) Run(ctx context.Context, s ContainerSpec) (*Container, error) {
 	}
 	cfg := &container.Config{
 		Image:        img,
-		Cmd:          Engine.command(),
-		Env:          Engine.Env,
+		Cmd:          EndpointImage.command(),
+		Env:          EndpointImage.Env,
 		Hostname:     s.Name,
 		ExposedPorts: ports,
 		Labels:       map[string]string{TokenLabel: s.Token},

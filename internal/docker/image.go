@@ -37,8 +37,8 @@ type ImageSpec struct {
 	Tools []string
 }
 
-// Engine is the image every docker mode uses. Tests replace it.
-var Engine = ImageSpec{Tools: []string{"iperf3", "sockperf"}}
+// EndpointImage is the image every docker mode uses. Tests replace it.
+var EndpointImage = ImageSpec{Tools: []string{"iperf3", "sockperf"}}
 
 // ImageTag is the name of cnbench's image: one per version, so an image
 // left by another build is never taken for this one's.
@@ -184,7 +184,7 @@ func (d *Daemon) EnsureImage(ctx context.Context) (string, error) {
 	if _, err := d.Client.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	}
-	rootfsOnce.Do(func() { rootfsData, rootfsErr = Engine.rootfs() })
+	rootfsOnce.Do(func() { rootfsData, rootfsErr = EndpointImage.rootfs() })
 	if rootfsErr != nil {
 		return "", rootfsErr
 	}

@@ -79,9 +79,9 @@ func TestSwarmOverlayAcrossTwoNodes(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	saved := docker.Engine
-	docker.Engine = docker.ImageSpec{Binary: binary}
-	t.Cleanup(func() { docker.Engine = saved })
+	saved := docker.EndpointImage
+	docker.EndpointImage = docker.ImageSpec{Binary: binary}
+	t.Cleanup(func() { docker.EndpointImage = saved })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

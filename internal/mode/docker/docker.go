@@ -376,9 +376,9 @@ func (m *dockerMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error)
 	return netip.AddrPortFrom(ep.Host.Addr, uint16(port)), nil
 }
 
-// Engine is the version of the private dockerd the docker: modes run, or
-// why there is none.
-func Engine() (string, error) {
+// DaemonVersion is the version of the private dockerd the docker: modes
+// run, or why there is none.
+func DaemonVersion() (string, error) {
 	if err := dockerAvailable(DockerBridge); err != nil {
 		return "", err
 	}
