@@ -194,7 +194,7 @@ func (p *Progress) eta(c *model.Case) time.Duration {
 }
 
 func (p *Progress) Phase(c *model.Case, what string) {
-	p.step(c, what)
+	p.step(c, p.engineOf(c)+what)
 }
 
 func (p *Progress) Sample(c *model.Case, i int) {
@@ -283,7 +283,7 @@ func (p *Progress) EndCase(c *model.Case, status model.Status, reason string) {
 		outcome += ": " + reason
 	}
 	if !p.live {
-		fmt.Fprintf(p.w, "[%d/%d]   %s (%s)\n", p.done, p.total, outcome, took)
+		fmt.Fprintf(p.w, "[%d/%d]   %s%s (%s)\n", p.done, p.total, p.engineOf(c), outcome, took)
 		return
 	}
 	last := strings.TrimPrefix(p.status, "sample ")
