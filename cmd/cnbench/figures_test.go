@@ -44,6 +44,10 @@ type rawCase struct {
 	params, status                   string
 	values                           []map[string]float64
 	hists                            []*hdrhistogram.Histogram // the samples' non-empty latency histograms
+	// sampleHists are the samples' latency histograms in sample order,
+	// nil where a sample has none or an empty one.
+	sampleHists []*hdrhistogram.Histogram
+	paired      bool // the case took its samples in turns with host
 }
 
 // jsonFigures is what the test reads of `report --format json`.
@@ -62,6 +66,17 @@ type jsonFigures struct {
 		} `json:"metrics"`
 		OverheadPct map[string]float64 `json:"overhead_pct"`
 		VsHostPct   map[string]float64 `json:"vs_host_pct"`
+		VsHostRatio map[string]struct {
+			Ratio          float64
+			CI95Low        float64 `json:"ci95_low"`
+			CI95High       float64 `json:"ci95_high"`
+			ChangePct      float64 `json:"change_pct"`
+			ChangeCI95Low  float64 `json:"change_ci95_low"`
+			ChangeCI95High float64 `json:"change_ci95_high"`
+			N              int
+			Paired         bool
+			Verdict        string
+		} `json:"vs_host_ratio"`
 	} `json:"cases"`
 }
 
@@ -128,6 +143,19 @@ func TestReportFiguresRecomputed(t *testing.T) {
 			t.Errorf("case %d %s %s: overhead %v and vs host %v, recomputed %v and %v", c.index, c.mode, c.workload,
 				rep.Cases[i].OverheadPct, rep.Cases[i].VsHostPct, wantOver, wantVs)
 		}
+		wantRatios := ratios(raw, want, c)
+		if len(rep.Cases[i].VsHostRatio) != len(wantRatios) {
+			t.Errorf("case %d %s %s: %d ratios against host, recomputed %d", c.index, c.mode, c.workload,
+				len(rep.Cases[i].VsHostRatio), len(wantRatios))
+		}
+		for name, w := range wantRatios {
+			g := rep.Cases[i].VsHostRatio[name]
+			got := ratio{g.Ratio, g.CI95Low, g.CI95High, g.N, g.Paired, g.Verdict}
+			pct := [3]float64{(w.r - 1) * 100, (w.lo - 1) * 100, (w.hi - 1) * 100}
+			if !w.near(got) || !near(g.ChangePct, pct[0]) || !near(g.ChangeCI95Low, pct[1]) || !near(g.ChangeCI95High, pct[2]) {
+				t.Errorf("case %d %s %s: %s against host %+v, recomputed %+v", c.index, c.mode, c.workload, name, g, w)
+			}
+		}
 	}
 	checkCharts(t, db, raw, want)
 }
@@ -141,7 +169,7 @@ func readRawCases(t *testing.T, path string) []rawCase {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT id, case_index, mode, topology, workload, engine, params, status FROM cases
+	rows, err := db.Query(`SELECT id, case_index, mode, topology, workload, engine, params, status, outcome FROM cases
 		WHERE run_id = (SELECT MAX(id) FROM runs) ORDER BY case_index`)
 	if err != nil {
 		t.Fatal(err)
@@ -151,9 +179,15 @@ func readRawCases(t *testing.T, path string) []rawCase {
 	for rows.Next() {
 		var c rawCase
 		var id int64
-		if err := rows.Scan(&id, &c.index, &c.mode, &c.topology, &c.workload, &c.engine, &c.params, &c.status); err != nil {
+		var outcome string
+		if err := rows.Scan(&id, &c.index, &c.mode, &c.topology, &c.workload, &c.engine, &c.params, &c.status, &outcome); err != nil {
 			t.Fatal(err)
 		}
+		var o struct{ Paired bool }
+		if err := json.Unmarshal([]byte(outcome), &o); err != nil {
+			t.Fatal(err)
+		}
+		c.paired = o.Paired
 		out, ids = append(out, c), append(ids, id)
 	}
 	rows.Close()
@@ -173,6 +207,7 @@ func readRawCases(t *testing.T, path string) []rawCase {
 				t.Fatal(err)
 			}
 			out[i].values = append(out[i].values, v)
+			out[i].sampleHists = append(out[i].sampleHists, nil)
 			if len(hdr) > 0 {
 				h, err := hdrhistogram.Decode(hdr)
 				if err != nil {
@@ -180,6 +215,7 @@ func readRawCases(t *testing.T, path string) []rawCase {
 				}
 				if h.TotalCount() > 0 {
 					out[i].hists = append(out[i].hists, h)
+					out[i].sampleHists[len(out[i].sampleHists)-1] = h
 				}
 			}
 		}
@@ -246,39 +282,30 @@ var latencyQuantiles = map[string]float64{"latency_p50_us": 50, "latency_p90_us"
 // samples' histograms where they have them: the percentile of all samples
 // merged, with an interval as wide as that of the per-sample percentiles.
 func caseFigures(c rawCase) map[string]summary {
-	series := map[string][]float64{}
-	fromHists := len(c.hists) > 0
-	for _, v := range c.values {
-		for name, x := range v {
-			_, percentile := latencyQuantiles[name]
-			if fromHists && (percentile || name == "latency_mean_us") || math.IsNaN(x) || math.IsInf(x, 0) {
-				continue
-			}
-			series[name] = append(series[name], x)
-		}
-	}
 	out := map[string]summary{}
-	for name, xs := range series {
-		out[name] = summarise(xs)
+	for name, xs := range perSample(c) {
+		var present []float64
+		for _, x := range xs {
+			if !math.IsNaN(x) {
+				present = append(present, x)
+			}
+		}
+		out[name] = summarise(present)
 	}
-	if !fromHists {
+	if len(c.hists) == 0 {
 		return out
 	}
 	merged := mergeAll(c.hists)
-	at := func(name string, perSample func(*hdrhistogram.Histogram) float64, whole float64) {
-		var xs []float64
-		for _, h := range c.hists {
-			xs = append(xs, perSample(h))
-		}
-		s := summarise(xs)
+	whole := map[string]float64{"latency_mean_us": merged.Mean() / 1000}
+	for name, q := range latencyQuantiles {
+		whole[name] = float64(merged.ValueAtQuantile(q)) / 1000
+	}
+	for name, w := range whole {
+		s := out[name]
 		half := (s.hi - s.lo) / 2
-		s.mean, s.lo, s.hi = whole, whole-half, whole+half
+		s.mean, s.lo, s.hi = w, w-half, w+half
 		out[name] = s
 	}
-	for name, q := range latencyQuantiles {
-		at(name, func(h *hdrhistogram.Histogram) float64 { return float64(h.ValueAtQuantile(q)) / 1000 }, float64(merged.ValueAtQuantile(q))/1000)
-	}
-	at("latency_mean_us", func(h *hdrhistogram.Histogram) float64 { return h.Mean() / 1000 }, merged.Mean()/1000)
 	return out
 }
 
@@ -456,9 +483,8 @@ func expectedChart(t *testing.T, kind, w string, raw []rawCase, want []map[strin
 		case "bars":
 			values[key] = bar(want[i][axis.metric], axis.scale, true)
 		case "overhead":
-			if over, _ := overheads(raw, want, c); over != nil {
-				o := over[axis.metric]
-				values[key] = plotted{0, o, o, o}
+			if r, ok := ratios(raw, want, c)[axis.metric]; ok {
+				values[key] = overheadBar(r, model.Metrics[axis.metric].HigherIsBetter)
 			}
 		case "cpu":
 			if s, ok := want[i]["cpu_s_per_gb"]; ok {

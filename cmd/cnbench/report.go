@@ -18,8 +18,9 @@ func newReportCommand() *cobra.Command {
 		Use:   "report [RUN]",
 		Short: "Print a stored run's results",
 		Long: `Report prints one row per case with the main metrics, their 95% confidence
-intervals, and the overhead against the host baseline of the same topology
-and workload. Without RUN, the latest run; RUN may also be a file written
+intervals, and the change against the host baseline of the same topology
+and workload: a ratio of the samples (paired where the cases took turns)
+with its 95% interval and a verdict. Without RUN, the latest run; RUN may also be a file written
 by cnbench export. JSON is the stable machine interface. HTML is one
 self-contained page with every chart (see cnbench plot), for a browser.`,
 		Example: `  cnbench report

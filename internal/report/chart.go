@@ -139,14 +139,24 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 		modes := slices.DeleteFunc(slices.Clone(cs.pal.modes), func(m string) bool { return m == baselineMode })
 		for _, w := range cs.workloads() {
 			primary := workload.PrimaryMetric(w)
-			add(cs.barChart("overhead-"+w, kind, fmt.Sprintf("%s: %s overhead against host (above 0 = worse)", w, quantity(primary)),
+			add(cs.barChart("overhead-"+w, kind, fmt.Sprintf("%s: %s overhead against host (95%% CI, above 0 = worse)", w, quantity(primary)),
 				"overhead against host (%)", cs.measured(w), modes, func(c CaseReport) (stats.Summary, bool) {
-					o, ok := c.OverheadPct[primary]
-					return stats.Summary{Mean: o, N: 1}, ok
+					return overheadBar(c, primary)
 				}, true))
 		}
 	}
 	return out, nil
+}
+
+// overheadBar is the bar of the overhead chart: the cost against host in
+// percent from the ratio of the samples, with its interval.
+func overheadBar(c CaseReport, metric string) (stats.Summary, bool) {
+	ch, ok := c.VsHost[metric]
+	if !ok {
+		return stats.Summary{}, false
+	}
+	o, low, high := ch.OverheadPct(model.Metrics[metric].HigherIsBetter)
+	return stats.Summary{Mean: o, CI95Low: low, CI95High: high, N: ch.N}, true
 }
 
 // workloads lists the run's workloads in the order it met them.
@@ -211,7 +221,7 @@ func groupLabeler(cases []CaseReport) func(CaseReport) string {
 // barChart draws one bar per mode and group of cases; it reports false
 // when no case has a value.
 func (cs *chartSet) barChart(id, kind, title, yLabel string, cases []CaseReport, modes []string,
-	value func(CaseReport) (stats.Summary, bool), noCI bool) (Chart, bool) {
+	value func(CaseReport) (stats.Summary, bool), signed bool) (Chart, bool) {
 	label := groupLabeler(cases)
 	var groups []string
 	for _, c := range cases {
@@ -222,7 +232,7 @@ func (cs *chartSet) barChart(id, kind, title, yLabel string, cases []CaseReport,
 	if len(groups) == 0 {
 		return Chart{}, false
 	}
-	bars := &groupedBars{groups: len(groups), noCI: noCI}
+	bars := &groupedBars{groups: len(groups), signed: signed}
 	var legend []string
 	for _, m := range modes {
 		ser := barSeries{name: m, color: cs.pal.colors[m], values: make([]stats.Summary, len(groups))}

@@ -75,8 +75,8 @@ func barValues(b *groupedBars, groups []string) []ChartValue {
 				continue
 			}
 			cv := ChartValue{Series: ser.name, Group: groups[g], Y: v.Mean, Low: v.Mean, High: v.Mean}
-			if !b.noCI && v.N > 1 {
-				cv.Low, cv.High = ciLow(v), v.CI95High
+			if v.N > 1 {
+				cv.Low, cv.High = b.low(v), v.CI95High
 			}
 			out = append(out, cv)
 		}

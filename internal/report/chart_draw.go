@@ -57,9 +57,9 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 type groupedBars struct {
 	series []barSeries
 	groups int
-	// noCI leaves the error bars out, for derived values such as
-	// overheads that have no interval of their own.
-	noCI bool
+	// signed marks values that are changes, such as overheads, whose
+	// intervals may rightly reach below zero: they are not cut there.
+	signed bool
 }
 
 type barSeries struct {
@@ -93,12 +93,12 @@ func (b *groupedBars) Plot(c draw.Canvas, plt *plot.Plot) {
 			y0, y1 := trY(0), trY(v.Mean)
 			pts := []vg.Point{{X: trX(x0), Y: y0}, {X: trX(x1), Y: y0}, {X: trX(x1), Y: y1}, {X: trX(x0), Y: y1}}
 			c.FillPolygon(ser.color, c.ClipPolygonY(pts))
-			if b.noCI || v.N < 2 {
+			if v.N < 2 {
 				continue
 			}
 			mid := trX((x0 + x1) / 2)
 			capW := min(vg.Points(4), (trX(x1)-trX(x0))/3)
-			lo, hi := trY(ciLow(v)), trY(v.CI95High)
+			lo, hi := trY(b.low(v)), trY(v.CI95High)
 			sty := draw.LineStyle{Color: errBarGray, Width: vg.Points(1)}
 			c.StrokeLines(sty, c.ClipLinesY([]vg.Point{{X: mid, Y: lo}, {X: mid, Y: hi}})...)
 			c.StrokeLines(sty, c.ClipLinesY([]vg.Point{{X: mid - capW, Y: lo}, {X: mid + capW, Y: lo}})...)
@@ -116,13 +116,21 @@ func (b *groupedBars) DataRange() (xmin, xmax, ymin, ymax float64) {
 				continue
 			}
 			lo, hi := v.Mean, v.Mean
-			if !b.noCI && v.N > 1 {
-				lo, hi = ciLow(v), v.CI95High
+			if v.N > 1 {
+				lo, hi = b.low(v), v.CI95High
 			}
 			ymin, ymax = math.Min(ymin, lo), math.Max(ymax, hi)
 		}
 	}
 	return xmin, xmax, ymin, ymax
+}
+
+// low is the lower end of the error bar of v.
+func (b *groupedBars) low(v stats.Summary) float64 {
+	if b.signed {
+		return v.CI95Low
+	}
+	return ciLow(v)
 }
 
 // ciLow is the interval's lower end, cut at zero for a positive mean: a

@@ -122,9 +122,10 @@ func measuredCase(c model.CaseResult, warnings *[]string) (map[string]stats.Summ
 	if c.Status == model.StatusSkipped || c.Status == model.StatusFailed {
 		return nil, nil
 	}
-	metrics, _ := summarizeCase(c, warnings)
-	// The second pass repeats no warning: the first recorded them all.
-	series, _ := sampleSeries(c, new([]string))
+	metrics, series, _ := summarizeCase(c, warnings)
+	for name, xs := range series {
+		series[name] = present(xs)
+	}
 	return metrics, series
 }
 

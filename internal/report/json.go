@@ -41,6 +41,20 @@ type jsonCase struct {
 	Metrics     map[string]jsonMetric `json:"metrics"`
 	OverheadPct map[string]float64    `json:"overhead_pct,omitempty"`
 	VsHostPct   map[string]float64    `json:"vs_host_pct,omitempty"`
+	VsHostRatio map[string]jsonChange `json:"vs_host_ratio,omitempty"`
+}
+
+// jsonChange is a metric of a case against its host case.
+type jsonChange struct {
+	Ratio          float64 `json:"ratio"`
+	CI95Low        float64 `json:"ci95_low"`
+	CI95High       float64 `json:"ci95_high"`
+	ChangePct      float64 `json:"change_pct"`
+	ChangeCI95Low  float64 `json:"change_ci95_low"`
+	ChangeCI95High float64 `json:"change_ci95_high"`
+	N              int     `json:"n"`
+	Paired         bool    `json:"paired"`
+	Verdict        Verdict `json:"verdict"`
 }
 
 type jsonMetric struct {
@@ -78,6 +92,17 @@ func (r *Report) toJSON() jsonReport {
 			Metrics:     make(map[string]jsonMetric, len(c.Metrics)),
 			OverheadPct: c.OverheadPct,
 			VsHostPct:   c.VsHostPct,
+		}
+		for name, ch := range c.VsHost {
+			if jc.VsHostRatio == nil {
+				jc.VsHostRatio = make(map[string]jsonChange, len(c.VsHost))
+			}
+			pct, low, high := ch.Pct()
+			jc.VsHostRatio[name] = jsonChange{
+				Ratio: ch.Ratio.Ratio, CI95Low: ch.CI95Low, CI95High: ch.CI95High,
+				ChangePct: pct, ChangeCI95Low: low, ChangeCI95High: high,
+				N: ch.N, Paired: ch.Paired, Verdict: ch.Verdict,
+			}
 		}
 		for name, s := range c.Metrics {
 			jc.Metrics[name] = jsonMetric{

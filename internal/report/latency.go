@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
@@ -9,27 +10,55 @@ import (
 	"cnbench/internal/stats"
 )
 
-// latencySeries derives the per-sample latency metrics of a case from its
-// samples' histograms, and merges the histograms. It returns nils when no
-// sample has a usable histogram; the caller then falls back to whatever
-// latency values the samples hold.
+// latencySeries derives the latency metrics of each of a case's samples
+// from its histogram, NaN for a sample without a usable one, and merges
+// the histograms. It returns nils when no sample has a usable histogram;
+// the caller then falls back to whatever latency values the samples hold.
 func latencySeries(c model.CaseResult, warnings *[]string) (map[string][]float64, *hdrhistogram.Histogram) {
 	hists := sampleHistograms(c, warnings)
-	if len(hists) == 0 {
+	var usable []*hdrhistogram.Histogram
+	for _, h := range hists {
+		if h != nil {
+			usable = append(usable, h)
+		}
+	}
+	if len(usable) == 0 {
 		return nil, nil
 	}
-	merged, dropped := mergeHistograms(hists)
+	merged, dropped := mergeHistograms(usable)
 	if dropped > 0 {
 		*warnings = append(*warnings, fmt.Sprintf("case %d: %d latency values outside the merged histogram's range, left out", c.Index, dropped))
 	}
 	out := map[string][]float64{}
-	for _, h := range hists {
+	for i, h := range hists {
 		for _, p := range model.LatencyPercentiles {
-			out[p.Name] = append(out[p.Name], nsToUS(float64(h.ValueAtQuantile(p.Quantile))))
+			setSample(out, p.Name, len(hists), i, histValue(h, func(h *hdrhistogram.Histogram) float64 { return float64(h.ValueAtQuantile(p.Quantile)) }))
 		}
-		out[model.LatencyMeanUS] = append(out[model.LatencyMeanUS], nsToUS(h.Mean()))
+		setSample(out, model.LatencyMeanUS, len(hists), i, histValue(h, (*hdrhistogram.Histogram).Mean))
 	}
 	return out, merged
+}
+
+// histValue is a value of h in microseconds, NaN without h.
+func histValue(h *hdrhistogram.Histogram, ns func(*hdrhistogram.Histogram) float64) float64 {
+	if h == nil {
+		return math.NaN()
+	}
+	return nsToUS(ns(h))
+}
+
+// setSample sets sample i of n of a metric's series, creating the series
+// with NaN, which stands for a sample without the metric.
+func setSample(series map[string][]float64, name string, n, i int, v float64) {
+	xs, ok := series[name]
+	if !ok {
+		xs = make([]float64, n)
+		for j := range xs {
+			xs[j] = math.NaN()
+		}
+		series[name] = xs
+	}
+	xs[i] = v
 }
 
 func isLatencyMetric(name string) bool {
@@ -45,10 +74,10 @@ func isLatencyMetric(name string) bool {
 }
 
 // sampleHistograms decodes the latency histograms of a case's samples,
-// leaving out those that are broken or empty.
+// one per sample, nil for those that are missing, broken or empty.
 func sampleHistograms(c model.CaseResult, warnings *[]string) []*hdrhistogram.Histogram {
-	var hists []*hdrhistogram.Histogram
-	for _, smp := range c.Samples {
+	hists := make([]*hdrhistogram.Histogram, len(c.Samples))
+	for i, smp := range c.Samples {
 		if len(smp.Latency) == 0 {
 			continue
 		}
@@ -60,7 +89,7 @@ func sampleHistograms(c model.CaseResult, warnings *[]string) []*hdrhistogram.Hi
 		// A sample that completed no transaction has no percentiles; a
 		// zero would pass for an impossibly fast one.
 		if h.TotalCount() > 0 {
-			hists = append(hists, h)
+			hists[i] = h
 		}
 	}
 	return hists

@@ -59,6 +59,13 @@ type CaseReport struct {
 	// case in percent of it, signed as the metric moved: a throughput 37%
 	// below host's is -37, a p99 latency 25% above it +25.
 	VsHostPct map[string]float64
+	// VsHost maps the same metrics to the ratio of the case to that host
+	// case, with its 95% interval and verdict, where the samples give one.
+	VsHost map[string]Change
+	// samples holds each metric's value in each sample, in sample order,
+	// NaN where a sample has none: sample i of a case that took turns
+	// pairs with sample i of its host case.
+	samples map[string][]float64
 	// latency merges the samples' latency histograms, for the CDF chart;
 	// nil for cases without transactions.
 	latency *hdrhistogram.Histogram
@@ -71,7 +78,7 @@ func Build(res *model.RunResult) *Report {
 	for _, c := range res.Cases {
 		cr := CaseReport{Case: c.Case}
 		if c.Status != model.StatusSkipped && c.Status != model.StatusFailed {
-			cr.Metrics, cr.latency = summarizeCase(c, &rep.Warnings)
+			cr.Metrics, cr.samples, cr.latency = summarizeCase(c, &rep.Warnings)
 		}
 		rep.Cases = append(rep.Cases, cr)
 	}
@@ -80,14 +87,14 @@ func Build(res *model.RunResult) *Report {
 	return rep
 }
 
-func summarizeCase(c model.CaseResult, warnings *[]string) (map[string]stats.Summary, *hdrhistogram.Histogram) {
+func summarizeCase(c model.CaseResult, warnings *[]string) (map[string]stats.Summary, map[string][]float64, *hdrhistogram.Histogram) {
 	series, merged := sampleSeries(c, warnings)
 	if len(series) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	metrics := make(map[string]stats.Summary, len(series))
 	for name, xs := range series {
-		metrics[name] = stats.Summarize(xs)
+		metrics[name] = stats.Summarize(present(xs))
 	}
 	if merged != nil {
 		for _, p := range model.LatencyPercentiles {
@@ -95,18 +102,19 @@ func summarizeCase(c model.CaseResult, warnings *[]string) (map[string]stats.Sum
 		}
 		metrics[model.LatencyMeanUS] = withMean(metrics[model.LatencyMeanUS], nsToUS(merged.Mean()))
 	}
-	return metrics, merged
+	return metrics, series, merged
 }
 
-// sampleSeries gives each metric's per-sample values, and the merged
-// latency histogram. Where samples carry histograms, the latency metrics
-// come from them rather than from the values a tool reported.
+// sampleSeries gives each metric's value in each sample, NaN where a
+// sample has none, and the merged latency histogram. Where samples carry
+// histograms, the latency metrics come from them rather than from the
+// values a tool reported.
 func sampleSeries(c model.CaseResult, warnings *[]string) (map[string][]float64, *hdrhistogram.Histogram) {
 	series, merged := latencySeries(c, warnings)
 	if series == nil {
 		series = map[string][]float64{}
 	}
-	for _, smp := range c.Samples {
+	for i, smp := range c.Samples {
 		for name, v := range smp.Values {
 			if merged != nil && isLatencyMetric(name) {
 				continue
@@ -115,10 +123,21 @@ func sampleSeries(c model.CaseResult, warnings *[]string) (map[string][]float64,
 				*warnings = append(*warnings, fmt.Sprintf("case %d sample %d: %s is %v, left out", c.Index, smp.Index, name, v))
 				continue
 			}
-			series[name] = append(series[name], v)
+			setSample(series, name, len(c.Samples), i, v)
 		}
 	}
 	return series, merged
+}
+
+// present leaves out the NaNs that stand for missing samples.
+func present(xs []float64) []float64 {
+	out := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // addOverheads compares each non-host case with the first host case that
@@ -145,6 +164,12 @@ func addOverheads(cases []CaseReport) {
 			}
 			c.OverheadPct[name] = overheadPct(hostSummary.Mean, s.Mean, info.HigherIsBetter)
 			c.VsHostPct[name] = (s.Mean - hostSummary.Mean) / hostSummary.Mean * 100
+			if ch, ok := changeAgainst(c, base, name, info.HigherIsBetter); ok {
+				if c.VsHost == nil {
+					c.VsHost = map[string]Change{}
+				}
+				c.VsHost[name] = ch
+			}
 		}
 	}
 }

@@ -117,10 +117,10 @@ func fixture(t *testing.T) *model.RunResult {
 				Workload: "tcp_stream", Engine: "iperf3", Params: stream, Status: model.StatusOK},
 				Samples: streamSamples([]float64{8.10, 8.31, 8.25}, []float64{75, 77, 74}, []float64{88, 90, 89})},
 			{Case: model.Case{Index: 2, Key: "host/direct/tcp_rr/req=64,resp=64", Mode: "host", Topology: "direct",
-				Workload: "tcp_rr", Engine: "netperf", Params: rr, Status: model.StatusOK},
+				Workload: "tcp_rr", Engine: "netperf", Params: rr, Status: model.StatusOK, Outcome: model.Outcome{Paired: true}},
 				Samples: rrSamples(t, []float64{31000, 30800, 31150}, 30, 40)},
 			{Case: model.Case{Index: 3, Key: "bridge/direct/tcp_rr/req=64,resp=64", Mode: "bridge", Topology: "direct",
-				Workload: "tcp_rr", Engine: "netperf", Params: rr, Status: model.StatusOK},
+				Workload: "tcp_rr", Engine: "netperf", Params: rr, Status: model.StatusOK, Outcome: model.Outcome{Paired: true}},
 				Samples: rrSamples(t, []float64{25500, 25900, 25300}, 37, 47)},
 			{Case: model.Case{Index: 4, Key: "macvlan/direct/tcp_stream/flows=4,msg=131072", Mode: "macvlan", Topology: "direct",
 				Workload: "tcp_stream", Engine: "iperf3", Params: stream, Status: model.StatusSkipped,
@@ -227,7 +227,18 @@ func TestJSONLayout(t *testing.T) {
 	checkKeys(t, "run", doc.Run, "id", "scenario", "started", "finished", "status", "seed", "environment")
 	caseKeys := []string{"index", "key", "mode", "topology", "workload", "params", "engine", "status", "metrics"}
 	checkKeys(t, "host case", doc.Cases[0], caseKeys...)
-	checkKeys(t, "bridge case", doc.Cases[1], append(caseKeys, "overhead_pct", "vs_host_pct")...)
+	checkKeys(t, "bridge case", doc.Cases[1], append(caseKeys, "overhead_pct", "vs_host_pct", "vs_host_ratio")...)
+	var changes map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(doc.Cases[1]["vs_host_ratio"], &changes); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) == 0 {
+		t.Error("bridge case has no vs_host_ratio")
+	}
+	for name, ch := range changes {
+		checkKeys(t, "vs_host_ratio "+name, ch, "ratio", "ci95_low", "ci95_high", "change_pct", "change_ci95_low", "change_ci95_high",
+			"n", "paired", "verdict")
+	}
 	checkKeys(t, "skipped case", doc.Cases[4], append(caseKeys, "reason")...)
 	if string(doc.Cases[4]["metrics"]) != "{}" {
 		t.Errorf("skipped case metrics = %s, want {}", doc.Cases[4]["metrics"])

@@ -59,6 +59,9 @@ func writeJSON(w io.Writer, rep *Report) error {
 var csvHeader = []string{
 	"run", "case_index", "key", "mode", "topology", "workload", "engine", "status",
 	"metric", "unit", "mean", "stddev", "min", "max", "ci95_low", "ci95_high", "n", "overhead_pct", "vs_host_pct",
+	"vs_host_ratio", "vs_host_ratio_ci95_low", "vs_host_ratio_ci95_high",
+	"vs_host_change_pct", "vs_host_change_ci95_low", "vs_host_change_ci95_high",
+	"vs_host_n", "vs_host_paired", "vs_host_verdict",
 }
 
 // writeCSV writes one row per case and metric. A case without metrics
@@ -87,6 +90,7 @@ func writeCSV(w io.Writer, rep *Report) error {
 			row := append(slices.Clone(prefix), name, model.Metrics[name].Unit,
 				formatFloat(s.Mean), formatFloat(s.Stddev), formatFloat(s.Min), formatFloat(s.Max),
 				formatFloat(s.CI95Low), formatFloat(s.CI95High), strconv.Itoa(s.N), overhead, vsHost)
+			row = append(row, changeCells(c.VsHost, name)...)
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -96,17 +100,32 @@ func writeCSV(w io.Writer, rep *Report) error {
 	return cw.Error()
 }
 
+// changeCells are the CSV cells of a metric's change against host, empty
+// without one.
+func changeCells(changes map[string]Change, name string) []string {
+	ch, ok := changes[name]
+	if !ok {
+		return make([]string, 9)
+	}
+	pct, low, high := ch.Pct()
+	return []string{
+		formatFloat(ch.Ratio.Ratio), formatFloat(ch.CI95Low), formatFloat(ch.CI95High),
+		formatFloat(pct), formatFloat(low), formatFloat(high),
+		strconv.Itoa(ch.N), strconv.FormatBool(ch.Paired), string(ch.Verdict),
+	}
+}
+
 func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // tableHeader names the columns of the text and Markdown tables; the
 // cells come from tableRow.
 var tableHeader = []string{
 	"#", "mode", "topology", "workload", "params", "engine", "status",
-	"result ±95% CI", "p50 µs", "p99 µs", "cpu snd %", "cpu rcv %", "vs host",
+	"result ±95% CI", "p50 µs", "p99 µs", "cpu snd %", "cpu rcv %", "vs host [95% CI]", "verdict",
 }
 
 // rightAligned marks the numeric columns.
-var rightAligned = []bool{true, false, false, false, false, false, false, true, true, true, true, true, true}
+var rightAligned = []bool{true, false, false, false, false, false, false, true, true, true, true, true, true, false}
 
 // tableRow gives the cells of one case. For a case without metrics it
 // returns the fixed columns and the reason as the last cell.
@@ -121,10 +140,12 @@ func tableRow(c CaseReport) []string {
 	}
 	primary := workload.PrimaryMetric(c.Workload)
 	// The change names its metric, so its sign reads without a key:
-	// "-37.1% throughput" is slower than host, "+25.0% mean round trip"
-	// too.
-	vsHost := "-"
-	if v, ok := c.VsHostPct[primary]; ok {
+	// "-37.1% [-39.0, -35.2] throughput" is slower than host, "+25.0%
+	// [+20.1, +30.2] mean round trip" too.
+	vsHost, verdict := "-", "-"
+	if ch, ok := c.VsHost[primary]; ok {
+		vsHost, verdict = formatChange(ch, quantity(primary)), formatVerdict(ch)
+	} else if v, ok := c.VsHostPct[primary]; ok {
 		vsHost = fmt.Sprintf("%+.1f%% %s", v, quantity(primary))
 	}
 	return append(row,
@@ -133,7 +154,7 @@ func tableRow(c CaseReport) []string {
 		formatMetric(c.Metrics, model.LatencyP99US, 1),
 		formatMetric(c.Metrics, model.CPUSenderPct, 1),
 		formatMetric(c.Metrics, model.CPUReceiverPct, 1),
-		vsHost,
+		vsHost, verdict,
 	)
 }
 
