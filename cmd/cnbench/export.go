@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,24 +71,68 @@ func isExportFile(arg string) bool {
 }
 
 // writeOutput writes to the file named, or to stdout when the name is
-// empty or "-". A failed write leaves no partial file behind.
+// empty or "-". A regular file is written beside its name and renamed
+// over it once whole, so a failed write leaves what was there before, and
+// no partial file. Anything else that exists under the name (a device, a
+// pipe) is written to as it is and never removed or replaced: cnbench
+// did not make it.
 func writeOutput(cmd *cobra.Command, path string, write func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return write(cmd.OutOrStdout())
 	}
-	f, err := os.Create(path)
+	var err error
+	if fi, statErr := os.Stat(path); statErr == nil && !fi.Mode().IsRegular() {
+		err = writeInPlace(path, fi, write)
+	} else {
+		err = writeAndRename(path, write)
+	}
 	if err != nil {
-		return fmt.Errorf("create output: %w", err)
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	return nil
+}
+
+// writeInPlace writes to something that is not a regular file.
+func writeInPlace(path string, fi os.FileInfo, write func(io.Writer) error) error {
+	if fi.IsDir() {
+		return fmt.Errorf("write %s: is a directory", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open output: %w", err)
 	}
 	if err := write(f); err != nil {
 		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeAndRename writes a temporary file beside path and renames it over
+// path once it is whole.
+func writeAndRename(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("create output: %w", err)
+	}
+	tmp := f.Name()
+	err = write(f)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if closeErr := f.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("write %s: %w", path, closeErr)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	return nil
 }
