@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"cnbench/internal/inputfile"
 	"cnbench/internal/scenario"
 )
 
@@ -86,7 +87,7 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ec):
 		return ec.ExitCode()
-	case errors.As(err, &se):
+	case errors.As(err, &se), errors.Is(err, inputfile.ErrRefused):
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted

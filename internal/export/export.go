@@ -13,9 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
+	"cnbench/internal/inputfile"
 	"cnbench/internal/model"
 	"cnbench/internal/version"
 )
@@ -199,14 +199,18 @@ func Read(r io.Reader) (*model.RunResult, *File, error) {
 	return &model.RunResult{Run: f.Run, Cases: f.Cases}, &f, nil
 }
 
-// ReadFile reads the export at path.
+// MaxFileSize bounds an export file: a long run's export is a few tens
+// of MiB, mostly latency histograms.
+const MaxFileSize = 1 << 30
+
+// ReadFile reads the export at path, a regular file of at most
+// MaxFileSize bytes.
 func ReadFile(path string) (*model.RunResult, error) {
-	fh, err := os.Open(path)
+	data, err := inputfile.Read(path, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("open export: %w", err)
+		return nil, fmt.Errorf("read export: %w", err)
 	}
-	defer fh.Close()
-	res, _, err := Read(fh)
+	res, _, err := Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

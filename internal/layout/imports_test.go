@@ -13,7 +13,7 @@ import (
 // (site), how traffic is driven and measured (driver, measure), and the
 // runner that puts them in order, under the commands.
 var layers = [][]string{
-	{"model", "cpu", "pinning", "netns", "stats", "version", "units", "tools", "testutil", "layout", "configs", "suites"},
+	{"model", "cpu", "pinning", "netns", "stats", "version", "units", "inputfile", "tools", "testutil", "layout", "configs", "suites"},
 	{"workload", "netstat", "store", "export", "sysinfo", "awake", "cleanup", "cluster", "cni"},
 	{"agent/protocol", "engine", "scenario", "daemon", "docker", "progress", "report", "validate"},
 	{"vm"},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"cnbench/internal/inputfile"
 	"cnbench/internal/pinning"
 	"cnbench/internal/units"
 	"cnbench/internal/workload"
@@ -27,7 +27,7 @@ const maxFileSize = 1 << 20
 // Load reads and parses the scenario file at path. A file that cannot be
 // read is a plain wrapped error; a file with invalid content is an *Error.
 func Load(path string, v Vocabulary) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, maxFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
