@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -55,9 +56,10 @@ type signalError struct{ sig syscall.Signal }
 func (e signalError) Error() string { return "interrupted by " + unix.SignalName(e.sig) }
 func (e signalError) ExitCode() int { return 128 + int(e.sig) }
 
-// stopSignals end a command cleanly: Ctrl-C, kill's default, and the
-// terminal going away.
-var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// stopSignals end a command cleanly: Ctrl-C, kill's default, the
+// terminal going away, and Ctrl-\ (whose default, a goroutine dump, would
+// leave a run's namespaces behind).
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 // interrupted marks err as the end of a command its context stopped,
 // with the code of the signal that stopped it (130 without one).
@@ -107,7 +109,8 @@ func main() {
 			cancel(signalError{s})
 		}
 	}()
-	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop := func() { cancel(signalError{syscall.SIGPIPE}) }
+	code := execute(ctx, os.Args[1:], os.Stdin, pipeWriter(os.Stdout, stop), pipeWriter(os.Stderr, stop))
 	signal.Stop(sigs)
 	cancel(nil)
 	os.Exit(code)
@@ -173,4 +176,43 @@ func argsAreUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		argsAreUsage(sub)
 	}
+}
+
+// pipeWriter writes to a copy of f's descriptor. Go ends a process that
+// writes to a closed pipe on descriptors 1 and 2 at once, by SIGPIPE,
+// which would leave a run's namespaces behind (cnbench run | head -1);
+// through a copy the write fails instead, and the first such failure
+// stops the command as the signal would, cleanly, with its exit code.
+// Later output is dropped.
+func pipeWriter(f *os.File, stop func()) io.Writer {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return f
+	}
+	return &brokenPipeWriter{f: os.NewFile(uintptr(fd), f.Name()), stop: stop}
+}
+
+type brokenPipeWriter struct {
+	f      *os.File
+	stop   func()
+	mu     sync.Mutex
+	broken bool
+}
+
+// Fd lets the progress output tell a terminal.
+func (w *brokenPipeWriter) Fd() uintptr { return w.f.Fd() }
+
+func (w *brokenPipeWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken {
+		return len(p), nil
+	}
+	n, err := w.f.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		w.broken = true
+		w.stop()
+		return len(p), nil
+	}
+	return n, err
 }
