@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"cnbench/internal/inputfile"
@@ -153,6 +156,7 @@ cost against the native host baseline.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return finiteFlags(cmd) }
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
 		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
@@ -160,6 +164,22 @@ cost against the native host baseline.`,
 	root.AddCommand(newAgentCommand())
 	argsAreUsage(root)
 	return root
+}
+
+// finiteFlags refuses NaN and infinities in a command's number flags,
+// which the flag parser accepts: --fail-on-regression NaN would turn a
+// CI gate off without a word.
+func finiteFlags(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil || f.Value.Type() != "float64" {
+			return
+		}
+		if v, perr := strconv.ParseFloat(f.Value.String(), 64); perr == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			err = usageError(fmt.Errorf("--%s: expected a finite number, got %s", f.Name, f.Value.String()))
+		}
+	})
+	return err
 }
 
 // argsAreUsage makes wrong arguments to c and its subcommands a usage

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -138,7 +139,7 @@ func (p *parser) rateKnobs(f map[string]field, w *Workload) {
 	if fd, ok := present(f, "loss_threshold"); ok {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a loss percentage"); ok {
 			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(text), "%"), 64)
-			if err != nil || v <= 0 || v >= 100 {
+			if err != nil || math.IsNaN(v) || v <= 0 || v >= 100 {
 				p.report(fd.value, fd.path, fmt.Sprintf("expected a loss percentage above 0 and below 100, such as 3 or 0.5, got %q", text))
 			} else {
 				w.LossThresholdPct = v
