@@ -48,7 +48,13 @@ func loadRun(db string, args []string) (*model.RunResult, error) {
 	if len(args) == 1 && isExportFile(args[0]) {
 		return export.ReadFile(args[0])
 	}
-	st, err := store.Open(db)
+	if len(args) == 1 {
+		// A RUN that is not a number is bad input, database or not.
+		if _, err := runID(nil, args); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.OpenExisting(db)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,30 @@ func TestNonFiniteNumbersAreRefused(t *testing.T) {
 			t.Errorf("%q exits %d, want %d:\n%s", args, code, exitUsage, stderr)
 		}
 	}
-	if code, stdout, _ := runCLI(t, "runs", "--db", db); code != 0 || strings.Contains(stdout, "adhoc") {
-		t.Errorf("a run was stored: %d\n%s", code, stdout)
+	if _, err := os.Stat(db); err == nil {
+		t.Errorf("a database was made at %s", db)
+	}
+}
+
+// TestReadOnlyCommandsMakeNoDatabase names a database that does not
+// exist to every command that only reads results: each says so and
+// exits 1, and no file appears at the mistyped path.
+func TestReadOnlyCommandsMakeNoDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "typo", "resluts.db")
+	for _, args := range [][]string{
+		{"runs", "--db", db},
+		{"report", "--db", db},
+		{"report", "1", "--db", db},
+		{"export", "1", "--db", db},
+		{"compare", "1", "2", "--db", db},
+		{"plot", "1", "--kind", "bars", "-o", filepath.Join(t.TempDir(), "x.svg"), "--db", db},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitFailure || !strings.Contains(stderr, "no database at") {
+			t.Errorf("%q exits %d, want %d:\n%s", args, code, exitFailure, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(db)); err == nil {
+		t.Errorf("something was made at %s", filepath.Dir(db))
 	}
 }

@@ -44,7 +44,7 @@ func resumeRun(cmd *cobra.Command, args []string, f runFlags) error {
 	if os.Geteuid() != 0 {
 		return errors.New("run needs root: it creates network namespaces, links and cgroups")
 	}
-	st, err := store.Open(f.db)
+	st, err := store.OpenExisting(f.db)
 	if err != nil {
 		return err
 	}

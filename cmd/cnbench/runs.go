@@ -24,7 +24,7 @@ cases counted by status.`,
   cnbench runs --db results.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := store.Open(db)
+			st, err := store.OpenExisting(db)
 			if err != nil {
 				return err
 			}

@@ -86,6 +86,19 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
+// ErrNoDatabase marks a database path where there is no file: commands
+// that only read results must not create an empty database at a
+// mistyped path.
+var ErrNoDatabase = errors.New("no database")
+
+// OpenExisting opens the database at path, which must exist.
+func OpenExisting(path string) (*Store, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: give --db the file a run wrote, or start one with `cnbench run`", ErrNoDatabase, path)
+	}
+	return Open(path)
+}
+
 // dsn builds a file: URI so that any character in the path, '?' included,
 // reaches SQLite intact. The pragmas are applied to every pooled
 // connection, not just the first.
