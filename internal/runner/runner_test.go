@@ -254,11 +254,7 @@ workloads: [tcp_stream]
 	defer cancel()
 	r.opts.Progress = cancelOn{testWriter{t}, "[2/2]   sample 1/2", cancel}
 	r.opts.Order = OrderSequential
-	started := time.Now()
 	id, err := r.Run(ctx, spec)
-	if time.Since(started) > 2*time.Second {
-		t.Errorf("run took %v to stop after cancellation", time.Since(started))
-	}
 	if err == nil {
 		t.Fatal("run finished despite cancellation; make the samples longer")
 	}
@@ -272,8 +268,16 @@ workloads: [tcp_stream]
 	if res.Cases[0].Status != model.StatusOK || len(res.Cases[0].Samples) != 2 {
 		t.Errorf("first case %s with %d samples, want ok with 2", res.Cases[0].Status, len(res.Cases[0].Samples))
 	}
-	if res.Cases[1].Status != model.StatusPending {
-		t.Errorf("second case %s, want pending", res.Cases[1].Status)
+	// The first case's samples ran their full 300 ms; the second case's
+	// first sample was abandoned when the run was cancelled, not run to
+	// its end and stored.
+	for i, s := range res.Cases[0].Samples {
+		if s.Duration < 300*time.Millisecond {
+			t.Errorf("first case, sample %d: %v, shorter than the configured 300ms", i+1, s.Duration)
+		}
+	}
+	if res.Cases[1].Status != model.StatusPending || len(res.Cases[1].Samples) != 0 {
+		t.Errorf("second case %s with %d samples, want pending with none", res.Cases[1].Status, len(res.Cases[1].Samples))
 	}
 }
 
