@@ -57,8 +57,9 @@ type Check struct {
 	Mode, Topology string
 	Kind           Kind
 	What           string // e.g. "throughput native/iperf3"
-	// A and B are the means compared, or for a check against the
-	// counters the median ratio and 1.
+	// A and B are the means compared; for the bytes against the wire
+	// counters the median ratio and 1, and for the UDP loss the engine's
+	// and the kernel's mean loss in %.
 	A, B float64
 	Unit string
 	// Ratio is the geometric mean of the per-turn ratios A[i]/B[i] (the
