@@ -25,11 +25,12 @@ import (
 
 // Exit codes; docs/exit-codes.md is their one table.
 const (
-	exitOK          = 0
-	exitFailure     = 1 // something failed: a case, the run, reading or writing
-	exitUsage       = 2 // invalid input: nothing was created
-	exitRegression  = 3 // compare --fail-on-regression found one
-	exitInterrupted = 130
+	exitOK           = 0
+	exitFailure      = 1 // something failed: a case, the run, reading or writing
+	exitUsage        = 2 // invalid input: nothing was created
+	exitRegression   = 3 // compare --fail-on-regression found one
+	exitIncomparable = 4 // validate: the native engine behind or apart from a reference, its numbers accurate
+	exitInterrupted  = 130
 )
 
 // exitCoder is an error that says what the process exits with. The first

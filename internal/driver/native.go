@@ -242,6 +242,9 @@ func (d *nativeDriver) combine(c model.Case, spec engine.RunSpec, results []clie
 // addClient adds one of n client endpoints' results to x.
 func addClient(x *measure.Exchange, workload string, r clientResult, n int, rtt *rttSum) error {
 	run := r.run
+	if r.sess != nil {
+		r.sess.ReceivedBytes *= misreportBytes
+	}
 	x.SentBytes += run.SentBytes
 	x.Transactions += run.Transactions
 	x.TxTime = max(x.TxTime, run.Elapsed)

@@ -30,6 +30,9 @@ type reading struct {
 	local bool
 	wire  netstat.Counters
 	udp   netstat.UDP
+	// shared is set when a client runs in a server's namespace, whose
+	// UDP counters then count the responses as well as the requests.
+	shared bool
 }
 
 // read reads every site of a path: the sender's CPU time is the sum over
@@ -55,6 +58,7 @@ func read(p *site.Path) (reading, error) {
 				seen[rd.Namespace] = true
 				r.wire, r.udp = r.wire.Add(rd.Links), r.udp.Add(rd.UDP)
 			}
+			r.shared = r.shared || (!traffic && seen[rd.Namespace])
 			if rd.Machine == nil {
 				here = true
 			} else {

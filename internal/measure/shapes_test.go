@@ -8,6 +8,7 @@ import (
 	"cnbench/internal/cpu"
 	"cnbench/internal/engine"
 	"cnbench/internal/model"
+	"cnbench/internal/netstat"
 	"cnbench/internal/workload"
 )
 
@@ -122,5 +123,43 @@ func TestJainByHand(t *testing.T) {
 		if got, want := s.Values[model.ThroughputPerEndpointBPS], sum/float64(len(tc.rates)); math.Abs(got-want) > 1e-3 {
 			t.Errorf("rates %v: %.0f bit/s per endpoint, want %.0f", tc.rates, got, want)
 		}
+	}
+}
+
+// TestUDPRoundTripsCarryTheKernelsLoss reads udp_rr's loss from the
+// kernel's counters of the server's namespace: the requests it did not
+// deliver over those sent, and where the client shares that namespace,
+// half the datagrams delivered for the requests.
+func TestUDPRoundTripsCarryTheKernelsLoss(t *testing.T) {
+	rr := Exchange{Transactions: 990, TxTime: time.Second, TxPerS: 990, Tried: 1000, Unanswered: 10}
+	for _, tt := range []struct {
+		name      string
+		shared    bool
+		delivered uint64
+		want      float64
+	}{
+		{"apart", false, 990, 1},
+		{"apart, none lost", false, 1000, 0},
+		{"sharing a namespace", true, 1980, 1},
+	} {
+		before, after := readings()
+		before.local, after.local, after.shared = true, true, tt.shared
+		before.udp = netstat.UDP{InDatagrams: 500, RcvbufErrors: 3}
+		after.udp = netstat.UDP{InDatagrams: 500 + tt.delivered, RcvbufErrors: 5}
+		s, err := sampleFrom(model.Case{Workload: workload.UDPRR}, before, after, rr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := s.Values
+		if v[model.UDPInDatagrams] != float64(tt.delivered) || v[model.UDPRcvbufErrors] != 2 || math.Abs(v[model.UDPKernelLossPct]-tt.want) > 1e-9 {
+			t.Errorf("%s: delivered %v, rcvbuf drops %v, kernel's loss %v%%, want %d, 2, %v%%",
+				tt.name, v[model.UDPInDatagrams], v[model.UDPRcvbufErrors], v[model.UDPKernelLossPct], tt.delivered, tt.want)
+		}
+	}
+	// Counters this machine did not read give no kernel loss.
+	before, after := readings()
+	s, _ := sampleFrom(model.Case{Workload: workload.UDPRR}, before, after, rr, nil)
+	if _, ok := s.Values[model.UDPKernelLossPct]; ok {
+		t.Error("a kernel loss without the kernel's counters")
 	}
 }

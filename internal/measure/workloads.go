@@ -29,8 +29,34 @@ func shapeValues(c model.Case, s *model.Sample, x Exchange, before, after readin
 		s.Latency = x.LatencyHDR
 		return latencyValues(s.Values, x)
 	default:
+		if row.Shape == workload.RequestResponse && row.Transport == workload.UDP {
+			udpKernelValues(s.Values, x, before, after)
+		}
 		return transactionValues(row, s, x, bothCPU)
 	}
+}
+
+// udpKernelValues are the kernel's account of UDP request/response: the
+// datagrams its servers' namespaces delivered to sockets and dropped for
+// a full buffer, and from them the requests lost on the way, for an
+// engine that says how many it sent. Where a client shares a server's
+// namespace its counters hold the responses too, and half of what they
+// delivered is taken for the requests.
+func udpKernelValues(v map[string]float64, x Exchange, before, after reading) {
+	d := after.udp.Sub(before.udp)
+	if !before.local || !after.local {
+		return // a guest's or an agent's counters are not read
+	}
+	v[model.UDPInDatagrams] = float64(d.InDatagrams)
+	v[model.UDPRcvbufErrors] = float64(d.RcvbufErrors)
+	if x.Tried <= 0 {
+		return
+	}
+	requests := float64(d.InDatagrams)
+	if after.shared {
+		requests /= 2
+	}
+	v[model.UDPKernelLossPct] = 100 * (1 - requests/float64(x.Tried))
 }
 
 // tcpStreamValues are a TCP stream's figures, held against the bytes

@@ -79,8 +79,14 @@ const (
 	RTTMaxUS  = "rtt_max_us"
 	RTTMdevUS = "rtt_mdev_us"
 	// The kernel's own UDP counters in the receiver's namespace
-	// (/proc/net/snmp): datagrams dropped for a full receive buffer.
+	// (/proc/net/snmp): datagrams dropped for a full receive buffer, and
+	// datagrams delivered to sockets there.
 	UDPRcvbufErrors = "udp_rcvbuf_errors"
+	UDPInDatagrams  = "udp_in_datagrams"
+	// udp_rr: the requests the kernel did not deliver to the server's
+	// sockets over those the client sent, in %, from udp_in_datagrams; the
+	// loss the engine reports (loss_pct) is held to it.
+	UDPKernelLossPct = "udp_kernel_loss_pct"
 )
 
 // LatencyPercentiles maps each latency percentile metric to its quantile.
@@ -141,4 +147,6 @@ var Metrics = map[string]MetricInfo{
 	RTTMaxUS:                 {"us", false, "maximum round trip"},
 	RTTMdevUS:                {"us", false, "round-trip deviation"},
 	UDPRcvbufErrors:          {"datagrams", false, "receive buffer drops"},
+	UDPInDatagrams:           {"datagrams", true, "datagrams delivered"},
+	UDPKernelLossPct:         {"%", false, "loss by the kernel's counters"},
 }

@@ -1,8 +1,16 @@
-// Package validate holds cnbench's own numbers against the tools users
-// already trust and against the kernel's counters: per mode, the native
-// engine's throughput against iperf3's, its round trip against sockperf's,
-// and the bytes each engine reports against the payload the interfaces
-// counted. A disagreement beyond a threshold is a finding.
+// Package validate holds cnbench's own numbers against the kernel's
+// counters and against the tools users already trust. Two kinds of
+// check, judged differently:
+//
+//   - accuracy: the bytes each stream engine reports against the payload
+//     the receiver's interfaces counted, and the UDP loss the native
+//     engine reports against the requests the kernel delivered. The
+//     counters are the truth; a breach means an engine's number is wrong.
+//   - comparability: the native engine's throughput and round trips
+//     against iperf3's, netperf's and sockperf's on the same path. Slower
+//     than a reference beyond the threshold means the native engine is
+//     the bottleneck; faster means the reference was, and is reported
+//     with every engine's CPU, not held against the native engine.
 package validate
 
 import (
@@ -24,12 +32,34 @@ type Thresholds struct {
 // DefaultThresholds are those of `cnbench validate` without flags.
 var DefaultThresholds = Thresholds{Throughput: 0.05, Latency: 0.10, Wire: 0.02}
 
+// Kind is what a check vouches for.
+type Kind string
+
+const (
+	// Accuracy holds an engine's number to the kernel's counters.
+	Accuracy Kind = "accuracy"
+	// Comparability holds the native engine to another engine.
+	Comparability Kind = "comparability"
+)
+
+// CPU is one engine's mean sender and receiver CPU over its samples, in %
+// of one core; zero where not measured.
+type CPU struct{ Sender, Receiver float64 }
+
+// busiest is the busier side's share of a core.
+func (c CPU) busiest() float64 { return max(c.Sender, c.Receiver) }
+
+// CPUBound is the share of a core at which a side counts as CPU-bound.
+const CPUBound = 90
+
 // Check is one comparison.
 type Check struct {
 	Mode, Topology string
+	Kind           Kind
 	What           string // e.g. "throughput native/iperf3"
-	// A and B are the means compared, or for a check against the
-	// counters the median ratio and 1.
+	// A and B are the means compared; for the bytes against the wire
+	// counters the median ratio and 1, and for the UDP loss the engine's
+	// and the kernel's mean loss in %.
 	A, B float64
 	Unit string
 	// Ratio is the geometric mean of the per-turn ratios A[i]/B[i] (the
@@ -39,6 +69,12 @@ type Check struct {
 	Ratio     float64
 	Low, High float64
 	Limit     float64 // tolerated |ratio - 1|
+	// OneSided: only a ratio below 1 - Limit fails (throughput: the
+	// native engine slower than the reference); above 1 + Limit the
+	// reference was the slower one.
+	OneSided bool
+	// Native and Reference are the engines' CPU on a throughput check.
+	Native, Reference CPU
 	// Missing says why a comparison could not be made, such as a tool
 	// not installed or a case that failed.
 	Missing string
@@ -56,10 +92,15 @@ type Check struct {
 
 // OK reports whether the check passed; a missing comparison is not a
 // failure but is shown as such.
-func (c Check) OK() bool { return c.Missing != "" || c.Within() || c.By != "" }
+func (c Check) OK() bool { return c.Missing != "" || c.Within() || c.Faster() || c.By != "" }
 
 // Within reports whether the ratio lies within the limit.
 func (c Check) Within() bool { return c.Missing == "" && math.Abs(c.Ratio-1) <= c.Limit }
+
+// Faster reports whether a one-sided check found the native engine
+// faster than the reference beyond the limit: the reference, not the
+// native engine, was the bottleneck.
+func (c Check) Faster() bool { return c.Missing == "" && c.OneSided && c.Ratio > 1+c.Limit }
 
 // comparison is one engine-against-engine check: the native engine's
 // metric over the reference engine's on one workload.
@@ -70,20 +111,26 @@ type comparison struct {
 	metric     string
 	reference  string
 	scale      float64 // from the metric's unit to the shown one
+	oneSided   bool    // only the native engine behind fails
 }
 
 var comparisons = []comparison{
-	{"throughput native/iperf3", "Gbit/s", throughputLimit, "tcp_stream", model.ThroughputBPS, "iperf3", 1e-9},
-	{"throughput native/netperf", "Gbit/s", throughputLimit, "tcp_stream", model.ThroughputBPS, "netperf", 1e-9},
-	{"tcp mean round trip native/sockperf", "us", latencyLimit, "tcp_rr", model.LatencyMeanUS, "sockperf", 1},
-	{"tcp mean round trip native/netperf", "us", latencyLimit, "tcp_rr", model.LatencyMeanUS, "netperf", 1},
-	{"udp mean round trip native/sockperf", "us", latencyLimit, "udp_rr", model.LatencyMeanUS, "sockperf", 1},
-	{"udp mean round trip native/netperf", "us", latencyLimit, "udp_rr", model.LatencyMeanUS, "netperf", 1},
+	{"throughput native/iperf3", "Gbit/s", throughputLimit, "tcp_stream", model.ThroughputBPS, "iperf3", 1e-9, true},
+	{"throughput native/netperf", "Gbit/s", throughputLimit, "tcp_stream", model.ThroughputBPS, "netperf", 1e-9, true},
+	{"tcp mean round trip native/sockperf", "us", latencyLimit, "tcp_rr", model.LatencyMeanUS, "sockperf", 1, false},
+	{"tcp mean round trip native/netperf", "us", latencyLimit, "tcp_rr", model.LatencyMeanUS, "netperf", 1, false},
+	{"udp mean round trip native/sockperf", "us", latencyLimit, "udp_rr", model.LatencyMeanUS, "sockperf", 1, false},
+	{"udp mean round trip native/netperf", "us", latencyLimit, "udp_rr", model.LatencyMeanUS, "netperf", 1, false},
 }
 
 // wireEngines are the engines whose stream bytes are held to the
 // interface counters.
 var wireEngines = []string{"native", "iperf3", "netperf"}
+
+// lossEngines are the engines whose udp_rr loss is held to the kernel's
+// UDP counters: those that report a loss there (sockperf and netperf
+// report none).
+var lossEngines = []string{"native"}
 
 func throughputLimit(th Thresholds) float64 { return th.Throughput }
 func latencyLimit(th Thresholds) float64    { return th.Latency }
@@ -97,7 +144,85 @@ func (cmp comparison) compare(c *Check, native, reference []float64) {
 	}
 }
 
-// Compare derives the checks from a run of the validation scenario.
+// source reads a path's samples: a metric's values for a workload and
+// engine, or why there are none.
+type source func(workload, engine, metric string) ([]float64, string)
+
+// check is the comparison on one path.
+func (cmp comparison) check(c Check, got source, th Thresholds) Check {
+	c.Kind, c.What, c.Unit, c.Limit, c.OneSided = Comparability, cmp.what, cmp.unit, cmp.limit(th), cmp.oneSided
+	c.reference, c.metric = cmp.reference, cmp.workload+"/"+cmp.metric
+	xa, whyA := got(cmp.workload, "native", cmp.metric)
+	xb, whyB := got(cmp.workload, cmp.reference, cmp.metric)
+	switch {
+	case whyA != "":
+		c.Missing = whyA
+	case whyB != "":
+		c.Missing = whyB
+	default:
+		cmp.compare(&c, xa, xb)
+	}
+	if cmp.oneSided {
+		c.Native, c.Reference = cpuOf(got, cmp.workload, "native"), cpuOf(got, cmp.workload, cmp.reference)
+	}
+	return c
+}
+
+// cpuOf is an engine's mean sender and receiver CPU on a workload.
+func cpuOf(got source, workload, engine string) CPU {
+	mean := func(metric string) float64 {
+		if xs, why := got(workload, engine, metric); why == "" {
+			return stats.Summarize(xs).Mean
+		}
+		return 0
+	}
+	return CPU{mean(model.CPUSenderPct), mean(model.CPUReceiverPct)}
+}
+
+// wireCheck holds an engine's stream bytes to the interface counters:
+// the median over the samples of its received bytes over the TCP
+// payload the receiver's interfaces counted.
+func wireCheck(c Check, got source, engine string, th Thresholds) Check {
+	c.Kind, c.What, c.B, c.Unit, c.Limit = Accuracy, "received bytes/wire payload, "+engine, 1, "ratio", th.Wire
+	xs, why := got("tcp_stream", engine, model.AppWireRatio)
+	if c.Missing = why; why == "" {
+		c.A = median(xs)
+		c.Ratio = c.A
+	}
+	return c
+}
+
+// lossCheck holds an engine's udp_rr loss to the kernel's: the median
+// over the samples of the share it says was answered over the share of
+// requests the kernel delivered to the server, (100 - loss_pct) over
+// (100 - udp_kernel_loss_pct). A and B are the mean losses in %.
+func lossCheck(c Check, got source, engine string, th Thresholds) Check {
+	c.Kind, c.What, c.Unit, c.Limit = Accuracy, "udp loss/kernel counters, "+engine, "% lost", th.Wire
+	loss, why := got("udp_rr", engine, model.LossPct)
+	kernel, whyK := got("udp_rr", engine, model.UDPKernelLossPct)
+	if why == "" {
+		why = whyK
+	}
+	if c.Missing = why; why != "" {
+		return c
+	}
+	var ratios []float64
+	for i := range min(len(loss), len(kernel)) {
+		if kernel[i] < 100 {
+			ratios = append(ratios, (100-loss[i])/(100-kernel[i]))
+		}
+	}
+	if len(ratios) == 0 {
+		c.Missing = "the kernel delivered no request"
+		return c
+	}
+	c.A, c.B = stats.Summarize(loss).Mean, stats.Summarize(kernel).Mean
+	c.Ratio = median(ratios)
+	return c
+}
+
+// Compare derives the checks from a run of the validation scenario:
+// per path, the comparability checks, then the accuracy checks.
 func Compare(res *model.RunResult, th Thresholds) []Check {
 	type key struct{ mode, topo string }
 	var keys []key
@@ -114,30 +239,16 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 		got := func(workload, engine, metric string) ([]float64, string) {
 			return measured(res, k.mode, k.topo, workload, engine, metric)
 		}
+		path := Check{Mode: k.mode, Topology: k.topo}
 		for _, cmp := range comparisons {
-			c := Check{Mode: k.mode, Topology: k.topo, What: cmp.what, Unit: cmp.unit, Limit: cmp.limit(th),
-				reference: cmp.reference, metric: cmp.workload + "/" + cmp.metric}
-			xa, whyA := got(cmp.workload, "native", cmp.metric)
-			xb, whyB := got(cmp.workload, cmp.reference, cmp.metric)
-			switch {
-			case whyA != "":
-				c.Missing = whyA
-			case whyB != "":
-				c.Missing = whyB
-			default:
-				cmp.compare(&c, xa, xb)
-			}
-			checks = append(checks, c)
+			checks = append(checks, cmp.check(path, got, th))
 		}
 		judgeTogether(checks[len(checks)-len(comparisons):])
 		for _, engine := range wireEngines {
-			c := Check{Mode: k.mode, Topology: k.topo, What: "received bytes/wire payload, " + engine, B: 1, Unit: "ratio", Limit: th.Wire}
-			xs, why := got("tcp_stream", engine, model.AppWireRatio)
-			if c.Missing = why; why == "" {
-				c.A = median(xs)
-				c.Ratio = c.A
-			}
-			checks = append(checks, c)
+			checks = append(checks, wireCheck(path, got, engine, th))
+		}
+		for _, engine := range lossEngines {
+			checks = append(checks, lossCheck(path, got, engine, th))
 		}
 	}
 	return checks
@@ -157,10 +268,14 @@ func (c Check) settledWithin() bool {
 // differ so, the native engine cannot be within the threshold of both;
 // it agrees when it is within the threshold of one of them, or lies
 // between two. With one reference, this is the plain check.
+//
+// A one-sided check (throughput) is its own: the native engine behind
+// the fastest reference beyond the threshold is behind this one too, and
+// ahead of a reference is not held against it.
 func judgeTogether(checks []Check) {
 	for i := range checks {
 		a := &checks[i]
-		if a.Missing != "" || a.settledWithin() {
+		if a.Missing != "" || a.OneSided || a.settledWithin() {
 			continue
 		}
 		for _, b := range checks {
@@ -189,9 +304,15 @@ func judgeTogether(checks []Check) {
 // the ratio and the whole 95% interval of the per-turn ratios lie on
 // the same side of the limit, all within it or all beyond it; or the
 // other reference that vouches for the native engine does so settled.
+//
+// One-sided, only the lower limit matters: the interval all above it or
+// all below it.
 func (c Check) Settled() bool {
 	if c.Missing != "" || c.High == 0 {
 		return false
+	}
+	if c.OneSided {
+		return c.Low >= 1-c.Limit || c.High < 1-c.Limit
 	}
 	if c.settledWithin() {
 		return true
@@ -225,7 +346,7 @@ func Decide(th Thresholds) func(cases []*model.Case, samples [][]model.Sample) b
 			if len(native) == 0 || len(reference) == 0 {
 				continue
 			}
-			c := Check{Limit: cmp.limit(th), reference: cmp.reference, metric: cmp.workload + "/" + cmp.metric}
+			c := Check{Limit: cmp.limit(th), OneSided: cmp.oneSided, reference: cmp.reference, metric: cmp.workload + "/" + cmp.metric}
 			cmp.compare(&c, native, reference)
 			checks = append(checks, c)
 		}

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"cnbench/internal/model"
@@ -15,6 +16,15 @@ func caseWith(mode, workload, engine string, metric string, values ...float64) m
 	return c
 }
 
+// byWhat indexes checks by what they check.
+func byWhat(checks []Check) map[string]Check {
+	got := map[string]Check{}
+	for _, c := range checks {
+		got[c.What] = c
+	}
+	return got
+}
+
 func TestCompareFlagsDisagreement(t *testing.T) {
 	res := &model.RunResult{Cases: []model.CaseResult{
 		caseWith("bridge", "tcp_stream", "native", model.ThroughputBPS, 20e9, 21e9, 19e9),
@@ -22,10 +32,7 @@ func TestCompareFlagsDisagreement(t *testing.T) {
 		caseWith("bridge", "tcp_rr", "native", model.LatencyMeanUS, 10, 12, 11),
 		caseWith("bridge", "tcp_rr", "sockperf", model.LatencyMeanUS, 15, 14, 16),
 	}}
-	got := map[string]Check{}
-	for _, c := range Compare(res, DefaultThresholds) {
-		got[c.What] = c
-	}
+	got := byWhat(Compare(res, DefaultThresholds))
 	tp := got["throughput native/iperf3"]
 	if want := math.Cbrt(20 / 20.5 * 21 / 21.2 * 19 / 19.8); math.Abs(tp.Ratio-want) > 1e-12 || !tp.OK() || !(tp.Low < tp.Ratio && tp.Ratio < tp.High) {
 		t.Errorf("throughput: ratio %v in [%v, %v] ok %v; the turns agree within 5%%", tp.Ratio, tp.Low, tp.High, tp.OK())
@@ -135,73 +142,159 @@ func TestDecideComparesThePathsEngines(t *testing.T) {
 	}
 }
 
-// TestReferencesAreJudgedTogether holds the native engine to the span of
-// the references: iperf3 alone 10% behind both netperf and the native
-// engine is iperf3's own doing, a native engine between the two agrees,
-// and one beyond both by more than the threshold does not.
+// TestReferencesAreJudgedTogether holds the native engine's round trip
+// to the span of the references: sockperf alone 10% off both netperf and
+// the native engine is sockperf's own doing, a native engine between the
+// two agrees, and one beyond both by more than the threshold does not.
 func TestReferencesAreJudgedTogether(t *testing.T) {
-	stream := func(native, iperf3, netperf []float64) map[string]Check {
+	th := Thresholds{Throughput: 0.05, Latency: 0.05, Wire: 0.02}
+	rr := func(native, sockperf, netperf []float64) map[string]Check {
 		res := &model.RunResult{Cases: []model.CaseResult{
-			caseWith("bridge", "tcp_stream", "native", model.ThroughputBPS, native...),
-			caseWith("bridge", "tcp_stream", "iperf3", model.ThroughputBPS, iperf3...),
+			caseWith("bridge", "tcp_rr", "native", model.LatencyMeanUS, native...),
+			caseWith("bridge", "tcp_rr", "sockperf", model.LatencyMeanUS, sockperf...),
 		}}
 		if netperf != nil {
-			res.Cases = append(res.Cases, caseWith("bridge", "tcp_stream", "netperf", model.ThroughputBPS, netperf...))
+			res.Cases = append(res.Cases, caseWith("bridge", "tcp_rr", "netperf", model.LatencyMeanUS, netperf...))
 		}
-		got := map[string]Check{}
-		for _, c := range Compare(res, DefaultThresholds) {
-			got[c.What] = c
-		}
-		return got
+		return byWhat(Compare(res, th))
 	}
+	const sp, np = "tcp mean round trip native/sockperf", "tcp mean round trip native/netperf"
 	native := []float64{24, 24.2, 23.8, 24.1, 23.9}
-	slow := []float64{21.8, 22, 21.6, 21.9, 21.7}     // 10% behind
+	slow := []float64{21.8, 22, 21.6, 21.9, 21.7}     // 10% shorter
 	same := []float64{24.1, 24.1, 23.9, 24, 24}       // within 1%
-	lower := []float64{22.6, 22.8, 22.4, 22.7, 22.5}  // 6% behind
-	higher := []float64{25.6, 25.8, 25.4, 25.7, 25.5} // 6% ahead
+	lower := []float64{22.6, 22.8, 22.4, 22.7, 22.5}  // 6% shorter
+	higher := []float64{25.6, 25.8, 25.4, 25.7, 25.5} // 6% longer
 
-	got := stream(native, slow, same)
-	ip, np := got["throughput native/iperf3"], got["throughput native/netperf"]
-	if !np.Within() || !np.Settled() || np.By != "" {
-		t.Errorf("netperf within 1%%: %+v", np)
+	got := rr(native, slow, same)
+	s, n := got[sp], got[np]
+	if !n.Within() || !n.Settled() || n.By != "" {
+		t.Errorf("netperf within 1%%: %+v", n)
 	}
-	if ip.Within() || !ip.OK() || ip.By != "netperf" || ip.Between || !ip.Settled() {
-		t.Errorf("iperf3 10%% behind while netperf agrees: ok %v by %q between %v settled %v", ip.OK(), ip.By, ip.Between, ip.Settled())
-	}
-
-	got = stream(native, lower, higher)
-	ip, np = got["throughput native/iperf3"], got["throughput native/netperf"]
-	if !ip.OK() || !np.OK() || !ip.Between || !np.Between || ip.By != "netperf" || np.By != "iperf3" || !ip.Settled() {
-		t.Errorf("native between iperf3 (-6%%) and netperf (+6%%): iperf3 %+v, netperf %+v", ip, np)
+	if s.Within() || !s.OK() || s.By != "netperf" || s.Between || !s.Settled() || s.Verdict() != "agree: within netperf" {
+		t.Errorf("sockperf 10%% off while netperf agrees: ok %v by %q between %v settled %v: %s", s.OK(), s.By, s.Between, s.Settled(), s.Verdict())
 	}
 
-	got = stream(native, slow, lower)
-	if ip, np := got["throughput native/iperf3"], got["throughput native/netperf"]; ip.OK() || np.OK() {
-		t.Errorf("native 6%% and 10%% ahead of both references passed: iperf3 ok %v, netperf ok %v", ip.OK(), np.OK())
+	got = rr(native, lower, higher)
+	s, n = got[sp], got[np]
+	if !s.OK() || !n.OK() || !s.Between || !n.Between || s.By != "netperf" || n.By != "sockperf" || !s.Settled() {
+		t.Errorf("native between sockperf (-6%%) and netperf (+6%%): sockperf %+v, netperf %+v", s, n)
 	}
 
-	got = stream(native, slow, nil)
-	if ip := got["throughput native/iperf3"]; ip.OK() || !ip.Settled() || got["throughput native/netperf"].Missing == "" {
-		t.Errorf("iperf3 alone 10%% behind: ok %v settled %v; netperf's check %+v", ip.OK(), ip.Settled(), got["throughput native/netperf"])
+	got = rr(native, slow, lower)
+	if s, n := got[sp], got[np]; s.OK() || n.OK() || !strings.HasPrefix(s.Verdict(), "FAIL comparability: native 10.") {
+		t.Errorf("native 6%% and 10%% longer than both references passed: sockperf ok %v (%s), netperf ok %v", s.OK(), s.Verdict(), n.OK())
 	}
 
-	// iperf3 within 5% but spread too widely to say so for sure, where
+	got = rr(native, slow, nil)
+	if s := got[sp]; s.OK() || !s.Settled() || got[np].Missing == "" {
+		t.Errorf("sockperf alone 10%% off: ok %v settled %v; netperf's check %+v", s.OK(), s.Settled(), got[np])
+	}
+
+	// sockperf within 5% but spread too widely to say so for sure, where
 	// netperf agrees for sure: the metric's verdict is settled.
 	wide := []float64{21.5, 25.5, 22, 25, 22.5}
-	got = stream(native, wide, same)
-	if ip := got["throughput native/iperf3"]; !ip.Within() || ip.By != "netperf" || !ip.Settled() {
-		t.Errorf("iperf3 %.3f [%.3f, %.3f] beside a settled netperf: by %q settled %v", ip.Ratio, ip.Low, ip.High, ip.By, ip.Settled())
+	got = rr(native, wide, same)
+	if s := got[sp]; !s.Within() || s.By != "netperf" || !s.Settled() {
+		t.Errorf("sockperf %.3f [%.3f, %.3f] beside a settled netperf: by %q settled %v", s.Ratio, s.Low, s.High, s.By, s.Settled())
 	}
 
 	// The stopping rule sees the same: settled once the span vouches.
-	decide := Decide(DefaultThresholds)
+	decide := Decide(th)
 	var cases []*model.Case
 	var samples [][]model.Sample
-	for engine, xs := range map[string][]float64{"native": native, "iperf3": slow, "netperf": same} {
-		c := caseWith("bridge", "tcp_stream", engine, model.ThroughputBPS, xs...)
+	for engine, xs := range map[string][]float64{"native": native, "sockperf": slow, "netperf": same} {
+		c := caseWith("bridge", "tcp_rr", engine, model.LatencyMeanUS, xs...)
 		cases, samples = append(cases, &c.Case), append(samples, c.Samples)
 	}
 	if !decide(cases, samples) {
 		t.Error("a path where netperf vouches for the native engine was not settled")
+	}
+}
+
+// TestThroughputIsOneSided fails the native engine only when it is
+// slower than a reference, and so than the fastest one; faster, it is
+// reported with every engine's CPU and passes.
+func TestThroughputIsOneSided(t *testing.T) {
+	stream := func(native, iperf3, netperf []float64, refCPU float64) map[string]Check {
+		withCPU := func(engine string, cpu float64, xs []float64) model.CaseResult {
+			c := caseWith("veth", "tcp_stream", engine, model.ThroughputBPS, xs...)
+			for _, s := range c.Samples {
+				s.Values[model.CPUSenderPct], s.Values[model.CPUReceiverPct] = cpu, cpu-20
+			}
+			return c
+		}
+		res := &model.RunResult{Cases: []model.CaseResult{
+			withCPU("native", 97, native), withCPU("iperf3", refCPU, iperf3), withCPU("netperf", refCPU, netperf),
+		}}
+		return byWhat(Compare(res, DefaultThresholds))
+	}
+	const ip, np = "throughput native/iperf3", "throughput native/netperf"
+	native := []float64{24, 24.2, 23.8, 24.1, 23.9}
+	behind := []float64{20.2, 20.3, 20, 20.2, 20.1}    // native 19% ahead
+	ahead := []float64{26.4, 26.7, 26.1, 26.5, 26.3}   // native 9% behind
+	closeBy := []float64{24.5, 24.6, 24.2, 24.6, 24.3} // native 2% behind
+
+	got := stream(native, behind, behind, 99)
+	c := got[ip]
+	if c.Kind != Comparability || !c.OK() || !c.Faster() || !c.Settled() || c.Reference.Sender != 99 || c.Native.Receiver != 77 {
+		t.Errorf("native 19%% ahead of both: %+v", c)
+	}
+	if v := c.Verdict(); v != "native faster: reference CPU-bound (iperf3 sender 99%, receiver 79%; native 97%, 77% of a core)" {
+		t.Errorf("verdict %q", v)
+	}
+	if v := stream(native, behind, behind, 60)[np].Verdict(); !strings.HasPrefix(v, "native faster: reference below a core (netperf sender 60%") {
+		t.Errorf("a reference at 60%% of a core: %q", v)
+	}
+
+	// Between the two, but 9% behind the fastest: the native engine is
+	// the bottleneck there, whatever the slower reference says.
+	got = stream(native, behind, ahead, 99)
+	if c := got[np]; c.OK() || !c.Settled() || !strings.Contains(c.Verdict(), "native 9.") || !strings.Contains(c.Verdict(), "the native engine is the bottleneck") {
+		t.Errorf("native 9%% behind netperf: ok %v settled %v: %s", c.OK(), c.Settled(), c.Verdict())
+	}
+	if c := got[ip]; !c.OK() || c.By != "" {
+		t.Errorf("native ahead of iperf3 is its own verdict: ok %v by %q", c.OK(), c.By)
+	}
+
+	got = stream(native, closeBy, closeBy, 99)
+	if c := got[ip]; !c.OK() || !c.Within() || !c.Settled() || c.Verdict() != "agree (within 5%)" {
+		t.Errorf("native 2%% behind: %s", c.Verdict())
+	}
+}
+
+// TestAccuracyHoldsEnginesToTheCounters fails a stream engine whose
+// bytes are off the interface counters and a loss off the kernel's UDP
+// counters, whatever the engines say of each other.
+func TestAccuracyHoldsEnginesToTheCounters(t *testing.T) {
+	stream := caseWith("veth", "tcp_stream", "native", model.ThroughputBPS, 64*24e9, 64*24e9)
+	for _, s := range stream.Samples {
+		s.Values[model.AppWireRatio] = 64
+	}
+	rr := func(loss, kernel float64) model.CaseResult {
+		c := caseWith("veth", "udp_rr", "native", model.LatencyMeanUS, 20, 21, 19)
+		for _, s := range c.Samples {
+			s.Values[model.LossPct], s.Values[model.UDPKernelLossPct] = loss, kernel
+		}
+		return c
+	}
+	for _, tt := range []struct {
+		name         string
+		loss, kernel float64
+		ok           bool
+	}{
+		{"no loss either way", 0, 0, true},
+		{"the engine's loss is the kernel's", 5, 5.2, true},
+		{"the engine sees none of the kernel's 5%", 0, 5, false},
+		{"the engine's loss the kernel did not see", 10, 0, false},
+	} {
+		got := byWhat(Compare(&model.RunResult{Cases: []model.CaseResult{stream, rr(tt.loss, tt.kernel)}}, DefaultThresholds))
+		w := got["received bytes/wire payload, native"]
+		if w.Kind != Accuracy || w.OK() || w.Verdict() != "FAIL accuracy: off the kernel's counters by 64.0x (within 2%)" {
+			t.Errorf("%s: 64 times the wire payload: ok %v: %s", tt.name, w.OK(), w.Verdict())
+		}
+		l := got["udp loss/kernel counters, native"]
+		if l.Kind != Accuracy || l.Missing != "" || l.OK() != tt.ok || l.A != tt.loss || l.B != tt.kernel {
+			t.Errorf("%s: loss %v%% against the kernel's %v%%: %+v, %s", tt.name, tt.loss, tt.kernel, l, l.Verdict())
+		}
 	}
 }
