@@ -195,8 +195,9 @@ func TestEnginesConfinedAndDieWithRunner(t *testing.T) {
 	}
 	lr := startLive(t, bin, file, filepath.Join(dir, "r.db"))
 	engines := enginesOf(t, lr.cmd.Process.Pid)
-	if len(engines) != 2 {
-		t.Fatalf("found engine processes %v, want a server and a client", engines)
+	// The scenario's two modes take turns, each on its path, both up.
+	if len(engines) != 4 {
+		t.Fatalf("found engine processes %v, want a server and a client on each of the two modes' paths", engines)
 	}
 
 	rootNS := netnsInode(t, "self")
