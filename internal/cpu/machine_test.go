@@ -12,7 +12,8 @@ func TestParseStatReadsSoftirqAndSteal(t *testing.T) {
 	const stat = "cpu  725362 5940 1200720 1566535 8340 0 532072 186271 0 0\n" +
 		"cpu0 356038 3147 628443 737143 4547 0 299218 92370 0 0\n" +
 		"intr 1 2 3\n"
-	m, err := parseStat(strings.NewReader(stat))
+	// One CPU's line: its time is the uptime, 4,000,000 ticks.
+	m, err := parseStat(strings.NewReader(stat), 40000*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,13 +23,13 @@ func TestParseStatReadsSoftirqAndSteal(t *testing.T) {
 	if want := 1862710 * time.Millisecond; m.Steal != want {
 		t.Errorf("steal %v, want %v", m.Steal, want)
 	}
-	if want := 24640940 * time.Millisecond; m.Busy != want {
-		t.Errorf("busy %v, want user + nice + system + irq + softirq %v", m.Busy, want)
+	if want := (4000000 - 1566535 - 8340 - 186271) * 10 * time.Millisecond; m.Busy != want {
+		t.Errorf("busy %v, want the uptime less idle, iowait and steal %v", m.Busy, want)
 	}
-	if _, err := parseStat(strings.NewReader("cpu 1 2 3 4 5 6 7\n")); err == nil {
+	if _, err := parseStat(strings.NewReader("cpu 1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n"), time.Hour); err == nil {
 		t.Error("a cpu line without the steal column was accepted")
 	}
-	if _, err := parseStat(strings.NewReader("intr 1 2\n")); err == nil {
+	if _, err := parseStat(strings.NewReader("intr 1 2\n"), time.Hour); err == nil {
 		t.Error("a stat without a cpu line was accepted")
 	}
 }
