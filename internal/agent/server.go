@@ -519,7 +519,7 @@ func vetEngineLine(line []byte, ep *endpoint) []byte {
 		switch req.Op {
 		case engine.OpListen:
 			el.listenAddr, _ = netip.ParseAddr(req.Addr)
-		case engine.OpRun:
+		case engine.OpRun, engine.OpConnect:
 			el.target, _ = netip.ParseAddrPort(req.Target)
 		}
 		err = checkEngineLine(el, ep.ep, ep.peers)

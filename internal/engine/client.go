@@ -201,6 +201,15 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) (*RunResult, error) {
 	return r, nil
 }
 
+// Connect readies a run ahead: its flows connected and waiting, so that
+// the Run of the same spec that follows starts them at once.
+func (c *Client) Connect(ctx context.Context, spec RunSpec) error {
+	if _, err := c.call(ctx, Request{Op: OpConnect, RunSpec: spec}); err != nil {
+		return fmt.Errorf("engine connect %s to %s: %w", spec.Workload, spec.Target, err)
+	}
+	return nil
+}
+
 // Collect waits up to timeout for every flow of session to close on this
 // engine's listeners, then returns what they received. The engine forgets
 // the session afterwards.

@@ -19,8 +19,11 @@ import (
 type Op string
 
 const (
-	OpListen  Op = "listen"
-	OpRun     Op = "run"
+	OpListen Op = "listen"
+	OpRun    Op = "run"
+	// OpConnect readies a run ahead of it: its flows connected, each on
+	// its own thread. The run of the same session then only starts them.
+	OpConnect Op = "connect"
 	OpCollect Op = "collect"
 	OpQuit    Op = "quit"
 )
@@ -299,7 +302,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	case OpListen:
 		w.Addr, w.Port = &r.Addr, &r.Port
 		w.putOptions(&r.SocketOptions)
-	case OpRun:
+	case OpRun, OpConnect:
 		w.Workload, w.Target, w.Session, w.Flows = &r.Workload, &r.Target, &r.Session, &r.Flows
 		w.DurationMS = &r.DurationMS
 		switch r.Workload {
@@ -368,7 +371,7 @@ func DecodeRequest(line []byte) (Request, error) {
 	switch req.Op {
 	case OpListen:
 		err = w.decodeListen(&req)
-	case OpRun:
+	case OpRun, OpConnect:
 		err = w.decodeRun(&req)
 	case OpCollect:
 		err = w.decodeCollect(&req)

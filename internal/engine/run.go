@@ -50,57 +50,142 @@ func (f *clientFlow) close() {
 	}
 }
 
-// run is the client side of a workload: it connects every flow first, then
-// starts them together and runs them to a shared monotonic deadline.
+// run is the client side of a workload: it connects every flow first,
+// unless a connect request did so ahead, then starts them together and
+// runs them to a shared monotonic deadline.
 func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 	if spec.Workload == WorkloadPing {
 		return e.ping(spec)
 	}
-	if spec.Flows > maxLiveSockets || (isUDPKind(kindOf(spec.Workload)) && 2*spec.Flows > maxLiveSockets) {
-		return Response{}, fmt.Errorf("%d flows exceed the engine's limit of %d sockets", spec.Flows, maxLiveSockets)
-	}
-	flows, err := e.connectFlows(ctx, spec)
+	l, err := e.takeReady(spec)
 	if err != nil {
 		return Response{}, err
 	}
+	if l == nil {
+		if l, err = e.prepare(ctx, spec); err != nil {
+			return Response{}, err
+		}
+	}
+	return l.start()
+}
 
+// connectAhead readies spec's run, so that connecting its flows and
+// starting their threads happen before whatever frames the run itself:
+// at 1024 flows that was a fifth of a second. A run readied earlier and
+// never started is dropped.
+func (e *engine) connectAhead(ctx context.Context, spec RunSpec) error {
+	if spec.Workload == WorkloadPing {
+		return errors.New("ping has no flows to connect ahead")
+	}
+	e.dropReady()
+	l, err := e.prepare(ctx, spec)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	refused := e.stopping || e.ready != nil
+	if !refused {
+		e.ready = l
+	}
+	e.mu.Unlock()
+	if refused {
+		l.abort()
+		return errors.New("the engine is stopping, or another run was readied at the same time")
+	}
+	return nil
+}
+
+// takeReady returns the run readied for spec's session, or nil if none
+// was; a readied run must be started with the spec it was readied with.
+func (e *engine) takeReady(spec RunSpec) (*launch, error) {
+	e.mu.Lock()
+	l := e.ready
+	if l == nil || l.spec.Session != spec.Session {
+		e.mu.Unlock()
+		return nil, nil
+	}
+	e.ready = nil
+	e.mu.Unlock()
+	if l.spec != spec {
+		l.abort()
+		return nil, fmt.Errorf("session %d was connected ahead for another run", spec.Session)
+	}
+	return l, nil
+}
+
+func (e *engine) dropReady() {
+	e.mu.Lock()
+	l := e.ready
+	e.ready = nil
+	e.mu.Unlock()
+	if l != nil {
+		l.abort()
+	}
+}
+
+// launch is a run's flows, connected, each on its own locked thread,
+// waiting for the start.
+type launch struct {
+	spec     RunSpec
+	outcomes []flowOutcome
+	begin    chan struct{}
+	deadline int64 // zero: aborted
+	finished sync.WaitGroup
+}
+
+// prepare connects the flows and parks each on its own thread, so that
+// thread creation does not eat into the first flows' measured time.
+func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
+	if spec.Flows > maxLiveSockets || (isUDPKind(kindOf(spec.Workload)) && 2*spec.Flows > maxLiveSockets) {
+		return nil, fmt.Errorf("%d flows exceed the engine's limit of %d sockets", spec.Flows, maxLiveSockets)
+	}
+	flows, err := e.connectFlows(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
 	var streamBuf []byte
 	if spec.Workload == WorkloadTCPStream {
 		// Shared by all flows: senders only read it.
 		streamBuf = make([]byte, spec.MsgSize)
 	}
-	outcomes := make([]flowOutcome, len(flows))
-	for i := range outcomes {
-		if transactional(kindOf(spec.Workload)) {
-			outcomes[i].latency = newLatencyHistogram()
-		}
-	}
-
-	var ready, finished sync.WaitGroup
-	start := make(chan struct{})
-	var deadline int64
+	l := &launch{spec: spec, outcomes: make([]flowOutcome, len(flows)), begin: make(chan struct{})}
+	var ready sync.WaitGroup
 	ready.Add(len(flows))
-	finished.Add(len(flows))
+	l.finished.Add(len(flows))
 	for i, flow := range flows {
 		go func() {
-			defer finished.Done()
+			defer l.finished.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			defer flow.close()
+			var latency *hdrhistogram.Histogram
+			if transactional(kindOf(spec.Workload)) {
+				latency = newLatencyHistogram()
+			}
 			ready.Done()
-			<-start
-			outcomes[i] = runFlow(flow, spec, deadline, streamBuf, outcomes[i].latency)
+			<-l.begin
+			if l.deadline != 0 {
+				l.outcomes[i] = runFlow(flow, spec, l.deadline, streamBuf, latency)
+			}
 		}()
 	}
-	// Start only once every flow sits on its own thread, so that thread
-	// creation does not eat into the first flows' measured time.
 	ready.Wait()
-	began := monotonicNow()
-	deadline = began + spec.DurationMS*int64(time.Millisecond)
-	close(start)
-	finished.Wait()
+	return l, nil
+}
 
-	return mergeOutcomes(outcomes, began)
+// start runs the flows to the deadline and sums what they did.
+func (l *launch) start() (Response, error) {
+	began := monotonicNow()
+	l.deadline = began + l.spec.DurationMS*int64(time.Millisecond)
+	close(l.begin)
+	l.finished.Wait()
+	return mergeOutcomes(l.outcomes, began)
+}
+
+// abort closes the flows of a launch that will not start.
+func (l *launch) abort() {
+	close(l.begin)
+	l.finished.Wait()
 }
 
 // mergeOutcomes sums the flows' outcomes into the run's response; elapsed

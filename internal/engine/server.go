@@ -24,6 +24,7 @@ type engine struct {
 	mu        sync.Mutex
 	stopping  bool
 	listeners []*net.TCPListener
+	ready     *launch // a run connected ahead, waiting for its start
 
 	// work counts request handlers, accept loops and data connections.
 	work sync.WaitGroup
@@ -96,6 +97,8 @@ func (e *engine) handle(req Request) Response {
 		resp.Port, err = e.listen(req.Addr, req.Port, req.SocketOptions)
 	case OpRun:
 		resp, err = e.run(e.ctx, req.RunSpec)
+	case OpConnect:
+		err = e.connectAhead(e.ctx, req.RunSpec)
 	case OpCollect:
 		var r SessionResult
 		r, err = e.sessions.collect(e.ctx, req.Session, time.Duration(req.TimeoutMS)*time.Millisecond)
@@ -150,7 +153,12 @@ func (e *engine) stop() {
 	for _, ln := range e.listeners {
 		ln.Close()
 	}
+	ready := e.ready
+	e.ready = nil
 	e.mu.Unlock()
+	if ready != nil {
+		ready.abort()
+	}
 	e.sockets.stop()
 	e.work.Wait()
 }

@@ -17,6 +17,13 @@ type Exchanger interface {
 	Exchange(ctx context.Context, c model.Case, d time.Duration) (Exchange, error)
 }
 
+// Preparer is an exchanger that can ready an exchange (connect its flows,
+// start their threads) before the readings that frame it, so that the
+// sample's CPU time is that of the traffic.
+type Preparer interface {
+	Prepare(ctx context.Context, c model.Case, d time.Duration) error
+}
+
 // Exchange is what an engine observed in one run of a workload, whatever
 // the workload: one record for all. Zero fields were not observed.
 type Exchange struct {

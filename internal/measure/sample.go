@@ -83,6 +83,11 @@ func read(p *site.Path) (reading, error) {
 // Take runs one exchange between readings of the path and turns it into
 // a sample.
 func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time.Duration) (model.Sample, error) {
+	if pr, ok := d.(Preparer); ok {
+		if err := pr.Prepare(ctx, c, dur); err != nil {
+			return model.Sample{}, err
+		}
+	}
 	before, err := read(p)
 	if err != nil {
 		return model.Sample{}, err
