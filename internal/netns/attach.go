@@ -17,11 +17,12 @@ import (
 //
 // Equivalent to: touch /var/run/netns/NAME;
 // mount --bind /proc/PID/ns/net /var/run/netns/NAME
+// (after preparing /var/run/netns as ip netns add does)
 func Attach(name string, pid int) (*NS, error) {
 	if !strings.HasPrefix(name, Prefix+"-") {
 		return nil, fmt.Errorf("attach namespace %q: name lacks the %q prefix", name, Prefix)
 	}
-	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+	if err := prepareRunDir(); err != nil {
 		return nil, fmt.Errorf("attach namespace %q: %w", name, err)
 	}
 	path := filepath.Join(RunDir, name)

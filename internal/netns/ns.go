@@ -38,6 +38,9 @@ func Create(name string) (*NS, error) {
 	if !strings.HasPrefix(name, Prefix+"-") {
 		return nil, fmt.Errorf("create namespace %q: name lacks the %q prefix", name, Prefix)
 	}
+	if err := prepareRunDir(); err != nil {
+		return nil, fmt.Errorf("create namespace %q: %w", name, err)
+	}
 	var created vnetns.NsHandle
 	err := onLockedThread(func() error {
 		var err error
@@ -98,12 +101,14 @@ func (ns *NS) Delete() error {
 	return DeleteNamed(ns.Name)
 }
 
-// DeleteNamed removes a named namespace that this process holds no handle on.
+// DeleteNamed removes a named namespace that this process holds no handle
+// on, in whatever state its name is: mounted, covered by a later bind
+// mount of RunDir, or a file with nothing mounted on it.
 func DeleteNamed(name string) error {
-	if !strings.HasPrefix(name, Prefix+"-") {
+	if !strings.HasPrefix(name, Prefix+"-") || strings.ContainsRune(name, '/') {
 		return fmt.Errorf("delete namespace %q: refusing a name without the %q prefix", name, Prefix)
 	}
-	err := vnetns.DeleteNamed(name)
+	err := removeName(name)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete namespace %q: %w", name, err)
 	}
