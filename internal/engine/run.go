@@ -149,28 +149,59 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 		streamBuf = make([]byte, spec.MsgSize)
 	}
 	l := &launch{spec: spec, outcomes: make([]flowOutcome, len(flows)), begin: make(chan struct{})}
+	groups := streamGroups(len(flows), len(flows)) // a thread per flow
+	if spec.Workload == WorkloadTCPStream {
+		groups = streamGroups(len(flows), usableCPUs())
+	}
 	var ready sync.WaitGroup
-	ready.Add(len(flows))
-	l.finished.Add(len(flows))
-	for i, flow := range flows {
+	ready.Add(len(groups))
+	l.finished.Add(len(groups))
+	for _, group := range groups {
 		go func() {
 			defer l.finished.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			defer flow.close()
+			for _, i := range group {
+				defer flows[i].close()
+			}
 			var latency *hdrhistogram.Histogram
 			if transactional(kindOf(spec.Workload)) {
 				latency = newLatencyHistogram()
 			}
 			ready.Done()
 			<-l.begin
-			if l.deadline != 0 {
-				l.outcomes[i] = runFlow(flow, spec, l.deadline, streamBuf, latency)
+			switch {
+			case l.deadline == 0:
+			case len(group) == 1:
+				l.outcomes[group[0]] = runFlow(flows[group[0]], spec, l.deadline, streamBuf, latency)
+			default:
+				runStreamGroup(flows, group, spec, l.deadline, streamBuf, l.outcomes)
 			}
 		}()
 	}
 	ready.Wait()
 	return l, nil
+}
+
+// runStreamGroup sends a group of stream flows from the calling (locked)
+// thread, then closes each one's sending side and waits for the listener
+// to finish with it, as runFlow does for one.
+func runStreamGroup(flows []*clientFlow, group []int, spec RunSpec, deadline int64, buf []byte, outcomes []flowOutcome) {
+	fds := make([]int, len(group))
+	for k, i := range group {
+		fds[k] = flows[i].tcp.fd
+	}
+	sent, stoppedAt, err := sendStreams(fds, buf, spec.Flows, deadline)
+	for k, i := range group {
+		o := &outcomes[i]
+		o.sent, o.stoppedAt, o.err = sent[k], stoppedAt, err
+		if o.err == nil {
+			o.err = drainUntilClosed(fds[k])
+		}
+		if o.err == nil {
+			o.retransmits, o.retransmitsKnown = retransmits(fds[k])
+		}
+	}
 }
 
 // start runs the flows to the deadline and sums what they did.
