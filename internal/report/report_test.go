@@ -470,6 +470,11 @@ func TestCompactParams(t *testing.T) {
 		{model.Params{Flows: 1, MsgSize: 1 << 20, NICRate: "1gbit", MTU: 9000}, "flows=1 msg=1M rate=1gbit mtu=9000"},
 		{model.Params{RequestSize: 1500, ResponseSize: 2048}, "req=1500 resp=2K"},
 		{model.Params{}, "-"},
+		// Cases that differ only in pinning, offloads or socket knobs
+		// are told apart.
+		{model.Params{Flows: 4, MsgSize: 128 << 10, Placement: "different_cores"}, "flows=4 msg=128K pin=different_cores"},
+		{model.Params{Flows: 1, GRO: "off", TSO: "on", CC: "bbr", SendBuffer: 256 << 10, MSS: 1400},
+			"flows=1 gro=off tso=on cc=bbr mss=1400 sndbuf=256K"},
 	}
 	for _, tt := range tests {
 		if got := compactParams(tt.params); got != tt.want {

@@ -190,8 +190,9 @@ func formatMetric(metrics map[string]stats.Summary, name string, decimals int) s
 }
 
 // compactParams renders the parameters that tell cases apart, e.g.
-// "flows=4 msg=128K". Durations and sample counts are left out: they are
-// the same across a scenario and would only widen the table.
+// "flows=4 msg=128K pin=different_cores". Durations and sample counts
+// are left out: they are the same across a scenario and would only widen
+// the table.
 func compactParams(p model.Params) string {
 	var parts []string
 	add := func(name string, value string) { parts = append(parts, name+"="+value) }
@@ -224,6 +225,22 @@ func compactParams(p model.Params) string {
 	}
 	if p.MTU != 0 {
 		add("mtu", strconv.Itoa(p.MTU))
+	}
+	for _, o := range []struct{ name, value string }{
+		{"gro", p.GRO}, {"gso", p.GSO}, {"tso", p.TSO}, {"txcsum", p.TxChecksum},
+		{"cc", p.CC}, {"nodelay", p.NoDelay}, {"pin", p.Placement},
+	} {
+		if o.value != "" {
+			add(o.name, o.value)
+		}
+	}
+	for _, o := range []struct {
+		name  string
+		value int
+	}{{"mss", p.MSS}, {"sndbuf", p.SendBuffer}, {"rcvbuf", p.ReceiveBuffer}} {
+		if o.value != 0 {
+			add(o.name, compactSize(o.value))
+		}
 	}
 	if len(parts) == 0 {
 		return "-"
