@@ -199,15 +199,24 @@ type Environment struct {
 
 // Run is one execution of a scenario.
 type Run struct {
-	ID          int64       `json:"id"`
-	Scenario    string      `json:"scenario"`      // scenario name
-	ScenarioDoc string      `json:"scenario_yaml"` // the expanded scenario as YAML
-	Started     time.Time   `json:"started"`
-	Finished    time.Time   `json:"finished,omitempty"`
-	Status      string      `json:"status"` // running, done, interrupted, failed
-	Seed        int64       `json:"seed"`
-	Env         Environment `json:"environment"`
+	ID          int64     `json:"id"`
+	Scenario    string    `json:"scenario"`      // scenario name
+	ScenarioDoc string    `json:"scenario_yaml"` // the expanded scenario as YAML
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished,omitempty"`
+	Status      string    `json:"status"` // running, done, interrupted, failed
+	Seed        int64     `json:"seed"`
+	// Order is how the cases were ordered: OrderShuffled (by Seed) or
+	// OrderSequential (as the scenario lists them).
+	Order string      `json:"order,omitempty"`
+	Env   Environment `json:"environment"`
 }
+
+// Orders of a run's cases.
+const (
+	OrderShuffled   = "shuffled"
+	OrderSequential = "sequential"
+)
 
 // CaseResult is a case with its stored samples.
 type CaseResult struct {

@@ -34,8 +34,8 @@ func (r *Runner) own(runID int64) error {
 
 // Resume continues a run that was interrupted or whose process died: it
 // takes over the run, then measures only what the store lacks, each
-// pending case from the sample after its last stored one, in the order
-// the run's recorded seed gives. Cases already ok, skipped or failed are
+// pending case from the sample after its last stored one, in the run's
+// recorded order (shuffled by its recorded seed, or sequential). Cases already ok, skipped or failed are
 // left as they are, so the finished run holds the same cases as one that
 // was never interrupted. A run whose process is still alive is refused
 // with ErrRunAlive, a finished one with ErrRunComplete.
@@ -81,7 +81,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 
 	var left []model.Case
 	var order []int
-	for _, i := range r.order(len(cases), res.Run.Seed) {
+	for _, i := range shuffle(len(cases), res.Run.Seed, res.Run.Order) {
 		c := &cases[i]
 		if c.Status != model.StatusPending {
 			continue

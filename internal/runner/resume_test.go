@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +129,64 @@ func TestResumeRefusesLiveRun(t *testing.T) {
 		if c.Status != model.StatusOK || len(c.Samples) != 3 {
 			t.Errorf("case %s: %s with %d samples, want ok with 3", c.Key, c.Status, len(c.Samples))
 		}
+	}
+}
+
+// recorder keeps what a runner's progress says, and logs it.
+type recorder struct {
+	testWriter
+	said *strings.Builder
+}
+
+func (r recorder) Write(p []byte) (int, error) {
+	r.said.Write(p)
+	return r.testWriter.Write(p)
+}
+
+// TestResumeKeepsTheRunsOrder interrupts a run taken in the scenario's
+// order and resumes it with a runner left at the default, shuffled: the
+// cases left run in the scenario's order still.
+func TestResumeKeepsTheRunsOrder(t *testing.T) {
+	r, st := newTestRunner(t)
+	spec, err := scenario.Parse("order.yaml", []byte(`{name: order, duration: 200ms, warmup: 0s, samples: 1,
+  modes: [host], topologies: [chc], workloads: [tcp_stream, tcp_rr, udp_stream, udp_rr, tcp_crr, ping]}`), vocab())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.opts.Progress = cancelOn{testWriter{t}, "[1/6]   sample 1/1", cancel}
+	r.opts.Order = OrderSequential
+	id, err := r.Run(ctx, spec)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v, want it cancelled", err)
+	}
+	r2, _ := newTestRunnerOn(t, st)
+	said := &strings.Builder{}
+	r2.opts.Progress = recorder{testWriter{t}, said}
+	if err := r2.Resume(context.Background(), id); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	res, err := st.LoadRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Run.Order != OrderSequential {
+		t.Errorf("run recorded order %q", res.Run.Order)
+	}
+	var ran []string
+	for _, line := range strings.Split(said.String(), "\n") {
+		for _, c := range res.Cases {
+			if strings.Contains(line, "] "+c.Key+" ") && !slices.Contains(ran, c.Key) {
+				ran = append(ran, c.Key)
+			}
+		}
+	}
+	var want []string
+	for _, c := range res.Cases[1:] {
+		want = append(want, c.Key)
+	}
+	if !slices.Equal(ran, want) {
+		t.Errorf("resumed in the order\n%s\nwant the scenario's\n%s", strings.Join(ran, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -91,8 +91,8 @@ type Options struct {
 
 // Orders of cases.
 const (
-	OrderShuffled   = "shuffled"
-	OrderSequential = "sequential"
+	OrderShuffled   = model.OrderShuffled
+	OrderSequential = model.OrderSequential
 )
 
 // Runner runs scenarios into a store.
@@ -162,6 +162,7 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	}
 	run := &model.Run{
 		Seed:        seed,
+		Order:       r.caseOrder(),
 		Scenario:    spec.Name,
 		ScenarioDoc: string(doc),
 		Started:     time.Now(),
@@ -181,8 +182,8 @@ func (r *Runner) Run(ctx context.Context, spec *scenario.Spec) (int64, error) {
 	}
 	r.prog = progress.New(r.opts.Progress, cases)
 	r.prog.Printf("run %d: scenario %q, %d cases, token %s", run.ID, spec.Name, len(cases), r.token)
-	order := r.order(len(cases), seed)
-	if r.opts.Order != OrderSequential {
+	order := shuffle(len(cases), seed, run.Order)
+	if run.Order != OrderSequential {
 		r.prog.Printf("cases in shuffled order (seed %d; --order sequential to keep the scenario's)", seed)
 	}
 	return run.ID, r.execute(ctx, run.ID, run.Started, cases, order, nil)
@@ -400,13 +401,21 @@ func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path
 	return true, nil
 }
 
-// order is the sequence the cases run in.
-func (r *Runner) order(n int, seed int64) []int {
+// caseOrder is the order this runner's new runs take their cases in.
+func (r *Runner) caseOrder() string {
+	if r.opts.Order == OrderSequential {
+		return OrderSequential
+	}
+	return OrderShuffled
+}
+
+// shuffle is the sequence n cases run in: shuffled by seed, or as listed.
+func shuffle(n int, seed int64, order string) []int {
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
-	if r.opts.Order != OrderSequential {
+	if order != OrderSequential {
 		rng := rand.New(rand.NewPCG(uint64(seed), 0))
 		rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
 	}

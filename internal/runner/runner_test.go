@@ -395,12 +395,11 @@ func turnOrder(res *model.RunResult, mode, workload string) []string {
 }
 
 func TestShuffledOrderIsRepeatable(t *testing.T) {
-	r := &Runner{}
-	a, b := r.order(50, 42), r.order(50, 42)
+	a, b := shuffle(50, 42, OrderShuffled), shuffle(50, 42, OrderShuffled)
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatal("the same seed gave two orders")
 	}
-	if fmt.Sprint(a) == fmt.Sprint(r.order(50, 43)) {
+	if fmt.Sprint(a) == fmt.Sprint(shuffle(50, 43, OrderShuffled)) {
 		t.Fatal("two seeds gave the same order")
 	}
 	seen := map[int]bool{}
@@ -410,8 +409,7 @@ func TestShuffledOrderIsRepeatable(t *testing.T) {
 	if len(seen) != 50 {
 		t.Fatalf("shuffle lost cases: %v", a)
 	}
-	r.opts.Order = OrderSequential
-	if got := r.order(3, 42); fmt.Sprint(got) != "[0 1 2]" {
+	if got := shuffle(3, 42, OrderSequential); fmt.Sprint(got) != "[0 1 2]" {
 		t.Fatalf("sequential order %v", got)
 	}
 }

@@ -64,6 +64,9 @@ UPDATE cases SET
 	params = json_remove(params, '$.stopped_by', '$.retaken')
 WHERE json_type(params, '$.stopped_by') IS NOT NULL OR json_type(params, '$.retaken') IS NOT NULL;
 `,
+	// 4: the order a run's cases were taken in, so that a resume keeps
+	// it. Runs made before it was recorded took the default order.
+	`ALTER TABLE runs ADD COLUMN case_order TEXT NOT NULL DEFAULT 'shuffled';`,
 }
 
 // schemaVersion is the newest schema this binary understands.

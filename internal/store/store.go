@@ -197,9 +197,13 @@ func (s *Store) CreateRun(r *model.Run) error {
 	if err != nil {
 		return fmt.Errorf("create run: encode environment: %w", err)
 	}
-	res, err := s.db.Exec(`INSERT INTO runs (scenario, scenario_yaml, started, finished, status, seed, environment)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.Scenario, r.ScenarioDoc, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Seed, string(env))
+	order := r.Order
+	if order == "" {
+		order = model.OrderShuffled
+	}
+	res, err := s.db.Exec(`INSERT INTO runs (scenario, scenario_yaml, started, finished, status, seed, case_order, environment)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Scenario, r.ScenarioDoc, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Seed, order, string(env))
 	if err != nil {
 		return fmt.Errorf("create run: %w", err)
 	}
@@ -401,8 +405,8 @@ func loadRun(tx *sql.Tx, id int64) (*model.RunResult, error) {
 	res := &model.RunResult{}
 	var started, env string
 	var finished sql.NullString
-	err := tx.QueryRow(`SELECT id, scenario, scenario_yaml, started, finished, status, seed, environment FROM runs WHERE id = ?`, id).
-		Scan(&res.Run.ID, &res.Run.Scenario, &res.Run.ScenarioDoc, &started, &finished, &res.Run.Status, &res.Run.Seed, &env)
+	err := tx.QueryRow(`SELECT id, scenario, scenario_yaml, started, finished, status, seed, case_order, environment FROM runs WHERE id = ?`, id).
+		Scan(&res.Run.ID, &res.Run.Scenario, &res.Run.ScenarioDoc, &started, &finished, &res.Run.Status, &res.Run.Seed, &res.Run.Order, &env)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrRunNotFound
 	}
