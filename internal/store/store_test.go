@@ -53,6 +53,7 @@ func newRun(scenario string, minute int) *model.Run {
 		Started:     started(minute),
 		Status:      "running",
 		Seed:        42,
+		Order:       model.OrderSequential,
 		Env: model.Environment{
 			Hostname: "bench-1", Kernel: "6.8.0", CPUModel: "EPYC", Cores: 32, NUMANodes: 2,
 			MemoryMB: 65536, Version: "0.1.0", GoVersion: "go1.26.8",
