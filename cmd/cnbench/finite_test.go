@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	_ "modernc.org/sqlite"
 )
 
 // TestNonFiniteNumbersAreRefused gives NaN and infinities where numbers
@@ -48,5 +52,42 @@ func TestReadOnlyCommandsMakeNoDatabase(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(db)); err == nil {
 		t.Errorf("something was made at %s", filepath.Dir(db))
+	}
+}
+
+// TestAnotherProgramsDatabaseIsRefused names another program's SQLite
+// file to every command that opens a database: each refuses it, exits 1,
+// and leaves the file as it was.
+func TestAnotherProgramsDatabaseIsRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "app.db")
+	conn, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec("CREATE TABLE settings (k TEXT, v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"runs", "--db", db},
+		{"report", "1", "--db", db},
+		{"export", "1", "--db", db},
+		{"run", "--modes", "host", "--topologies", "chc", "--workloads", "tcp_rr", "--db", db},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitFailure || !strings.Contains(stderr, "not a cnbench database") {
+			t.Errorf("%q exits %d, want %d:\n%s", args, code, exitFailure, stderr)
+		}
+	}
+	after, _ := os.ReadFile(db)
+	if !bytes.Equal(before, after) {
+		t.Error("the file changed")
+	}
+	if _, err := os.Stat(db + "-wal"); err == nil {
+		t.Error("the file was switched to WAL")
 	}
 }

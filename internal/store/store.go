@@ -74,6 +74,9 @@ func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if err := checkIdentity(abs); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", dsn(abs))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -153,9 +156,12 @@ func (s *Store) migrate() error {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 		}
 	}
-	// PRAGMA takes no bound parameters; the value is an int we own.
+	// PRAGMA takes no bound parameters; the values are ints we own.
 	if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return fmt.Errorf("set schema version: %w", err)
+	}
+	if _, err := tx.Exec(fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+		return fmt.Errorf("set application id: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit migration: %w", err)
