@@ -91,3 +91,23 @@ func TestAnotherProgramsDatabaseIsRefused(t *testing.T) {
 		t.Error("the file was switched to WAL")
 	}
 }
+
+// TestEmptyFlagValuesAreRefused gives flags empty values and lists with
+// empty items: each is bad input, not the default.
+func TestEmptyFlagValuesAreRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	for _, args := range [][]string{
+		{"run", "--modes", "host", "--topologies", "chc", "--workloads", "tcp_rr", "--flows", "", "--db", db},
+		{"run", "--modes", "host,", "--topologies", "chc", "--workloads", "tcp_rr", "--db", db},
+		{"run", "--modes", "host", "--topologies", "chc", "--workloads", "tcp_rr", "--order", "", "--db", db},
+		{"report", "--format", "", "--db", db},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "empty") {
+			t.Errorf("%q exits %d, want %d:\n%s", args, code, exitUsage, stderr)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a database was made")
+	}
+}

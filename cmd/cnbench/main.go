@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -157,7 +158,7 @@ cost against the native host baseline.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return finiteFlags(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
 		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
@@ -165,6 +166,34 @@ cost against the native host baseline.`,
 	root.AddCommand(newAgentCommand())
 	argsAreUsage(root)
 	return root
+}
+
+// checkFlagValues refuses what a flag given on the command line cannot
+// mean: an empty value or an empty item of a list (--flows "" would
+// otherwise quietly stand for the default), and, through finiteFlags,
+// NaN and infinities.
+func checkFlagValues(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		switch f.Value.Type() {
+		case "string":
+			if f.Value.String() == "" {
+				err = usageError(fmt.Errorf("--%s: empty; give a value, or leave the flag out for the default", f.Name))
+			}
+		case "stringSlice":
+			items, _ := f.Value.(pflag.SliceValue)
+			if items == nil || len(items.GetSlice()) == 0 || slices.Contains(items.GetSlice(), "") {
+				err = usageError(fmt.Errorf("--%s: empty or with an empty item (%q); give values, or leave the flag out for the default", f.Name, f.Value.String()))
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return finiteFlags(cmd)
 }
 
 // finiteFlags refuses NaN and infinities in a command's number flags,

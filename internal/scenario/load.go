@@ -597,10 +597,20 @@ func (p *parser) fields(m *yaml.Node, path string, allowed []string) map[string]
 			p.report(k, keyPath, fmt.Sprintf("key given twice; first on line %d", prev.key.Line))
 			continue
 		}
+		if isNull(v) && !slices.Contains(mayBeEmpty, name) {
+			// A null would silently stand for the default.
+			p.report(k, keyPath, "no value (null); give one, or leave the key out for the default")
+			continue
+		}
 		out[name] = field{key: k, value: v, path: keyPath}
 	}
 	return out
 }
+
+// mayBeEmpty are the keys whose empty value means what leaving them out
+// means, as a reader expects: an empty description, or an axis left
+// empty (which validation then names).
+var mayBeEmpty = []string{"description", "modes", "topologies", "workloads"}
 
 // items returns the values of an axis: each element of a list, or a single
 // value given on its own. Null means no values.

@@ -89,6 +89,8 @@ func TestParseRejects(t *testing.T) {
 		{"empty modes", "name: x\nmodes: []\ntopologies: [chc]\nworkloads: [tcp_stream]\n", "modes", 2, "empty; list at least one mode"},
 		{"null topologies", "name: x\nmodes: [host]\ntopologies:\nworkloads: [tcp_stream]\n", "topologies", 3, "empty; list at least one topology"},
 		{"no workloads", "name: x\nmodes: [host]\ntopologies: [chc]\n", "workloads", 0, "missing; list at least one workload"},
+		{"null samples", validBase + "samples: null\n", "samples", 5, "no value (null); give one"},
+		{"null flows", "name: x\nmodes: [host]\ntopologies: [chc]\nworkloads:\n  - {type: tcp_stream, flows: ~}\n", "workloads[0].flows", 5, "no value (null)"},
 		{"empty engines", validBase + "engines: []\n", "engines", 5, "empty; list at least one engine"},
 
 		// Matrix size.
