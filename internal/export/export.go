@@ -179,12 +179,15 @@ func Read(r io.Reader) (*model.RunResult, *File, error) {
 		return nil, nil, fmt.Errorf("%w: the file is version %d, this cnbench reads up to version %d; use a newer cnbench to read it",
 			ErrTooNew, head.Version, Version)
 	case head.Version < 1:
-		return nil, nil, fmt.Errorf("%w: version %d", ErrNotExport, head.Version)
+		return nil, nil, fmt.Errorf("%w: version %d; versions start at 1 (this cnbench writes %d)", ErrNotExport, head.Version, Version)
 	}
 	for v := head.Version; v < Version; v++ {
 		if err := upgrades[v](doc); err != nil {
 			return nil, nil, fmt.Errorf("upgrade export from version %d: %w", v, err)
 		}
+	}
+	if err := requireFields(doc); err != nil {
+		return nil, nil, err
 	}
 	doc["version"] = json.RawMessage(fmt.Sprint(Version))
 	upgraded, err := json.Marshal(doc)
@@ -195,6 +198,9 @@ func Read(r io.Reader) (*model.RunResult, *File, error) {
 	var f File
 	if err := dec.Decode(&f); err != nil {
 		return nil, nil, fmt.Errorf("decode export: %w", err)
+	}
+	if err := checkValues(&f); err != nil {
+		return nil, nil, err
 	}
 	return &model.RunResult{Run: f.Run, Cases: f.Cases}, &f, nil
 }

@@ -158,7 +158,7 @@ type logTicks struct{ format func(float64) string }
 
 func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
-	if lo <= 0 || hi <= lo {
+	if lo <= 0 || hi <= lo || !finiteRange(lo, hi) {
 		return nil
 	}
 	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
@@ -172,11 +172,21 @@ func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// finiteRange reports whether an axis can have ticks: gonum's tick
+// search never ends on a NaN or infinite bound, which statistics over
+// values near the float limit give.
+func finiteRange(lo, hi float64) bool {
+	return !math.IsNaN(lo) && !math.IsNaN(hi) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0)
+}
+
 // plainTicks are gonum's default ticks labelled without trailing zeros:
 // "25000", not "25000.00".
 type plainTicks struct{}
 
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !finiteRange(lo, hi) {
+		return nil
+	}
 	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label != "" {
