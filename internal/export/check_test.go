@@ -18,7 +18,7 @@ func TestReadRefusesWhatNoRunWrites(t *testing.T) {
 	res := &model.RunResult{
 		Run: model.Run{ID: 1, Scenario: "s", Status: "done", Started: time.Unix(1e9, 0).UTC()},
 		Cases: []model.CaseResult{{
-			Case: model.Case{Key: "host/chc/tcp_stream", Mode: "host", Topology: "chc", Workload: "tcp_stream", Engine: "native", Status: model.StatusOK},
+			Case:    model.Case{Key: "host/chc/tcp_stream", Mode: "host", Topology: "chc", Workload: "tcp_stream", Engine: "native", Status: model.StatusOK},
 			Samples: []model.Sample{{Values: map[string]float64{model.ThroughputBPS: 1e10}}},
 		}},
 	}
