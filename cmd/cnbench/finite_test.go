@@ -111,3 +111,29 @@ func TestEmptyFlagValuesAreRefused(t *testing.T) {
 		t.Error("a database was made")
 	}
 }
+
+// TestCNIConfigCheckedBeforeBuilding names files that are no CNI
+// configuration to --modes cni:FILE: each is bad input found at load
+// time, with the line and column of a JSON error, and nothing is built
+// or stored.
+func TestCNIConfigCheckedBeforeBuilding(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "passwd")
+	os.WriteFile(text, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o644)
+	broken := filepath.Join(dir, "net.conflist")
+	os.WriteFile(broken, []byte("{\n \"cniVersion\": \"1.0.0\",\n \"plugins\": [ {\"type\": \"bridge\",, } ]\n}\n"), 0o644)
+	db := filepath.Join(dir, "r.db")
+	for _, tc := range []struct{ file, want string }{
+		{text, text + ":1:1: invalid character 'r'"},
+		{broken, broken + ":3:33: invalid character ','"},
+		{"/dev/zero", "not a regular file"},
+	} {
+		code, _, stderr := runCLI(t, "run", "--modes", "cni:"+tc.file, "--topologies", "chc", "--workloads", "tcp_rr", "--db", db)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("cni:%s exits %d, want %d saying %q:\n%s", tc.file, code, exitUsage, tc.want, stderr)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a database was made")
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"cnbench/internal/driver"
 	"cnbench/internal/model"
+	"cnbench/internal/mode"
 	"cnbench/internal/modes"
 	"cnbench/internal/report"
 	"cnbench/internal/runner"
@@ -140,6 +141,9 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkModeInputs(spec.Modes); err != nil {
+		return nil, usageError(err)
+	}
 	if f.quick {
 		spec = spec.Quick()
 	}
@@ -170,6 +174,23 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 		return nil, err
 	}
 	return spec, nil
+}
+
+// checkModeInputs reads the files modes name (a cni: mode's
+// configuration) before anything is built: one that cannot be used is
+// bad input, where a mode this machine lacks is only skipped later.
+func checkModeInputs(names []string) error {
+	var errs []error
+	for i, name := range names {
+		d, ok := modes.Lookup(name)
+		if !ok || d.Available == nil {
+			continue
+		}
+		if err := d.Available(); errors.Is(err, mode.ErrBadInput) {
+			errs = append(errs, fmt.Errorf("modes[%d] %s: %w", i, name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // loadScenario reads a scenario file, or a built-in suite when no such

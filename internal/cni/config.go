@@ -12,6 +12,7 @@
 package cni
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ type Config struct {
 func Parse(source string, data []byte) (*Config, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("cni config %s: %w", source, err)
+		return nil, fmt.Errorf("cni config %s%s: %w", source, position(data, err), err)
 	}
 	if _, ok := doc["plugins"]; !ok {
 		// A single network configuration is a list of one plugin.
@@ -66,6 +67,27 @@ func Parse(source string, data []byte) (*Config, error) {
 		return nil, fmt.Errorf("cni config %s: %w", source, err)
 	}
 	return c, nil
+}
+
+// position is ":line:column" of where JSON decoding stopped, or empty
+// where the error does not say.
+func position(data []byte, err error) string {
+	var offset int64
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		offset = syntax.Offset
+	case errors.As(err, &typ):
+		offset = typ.Offset
+	default:
+		return ""
+	}
+	offset = min(max(offset, 1), int64(len(data)))
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(offset) - bytes.LastIndexByte(before, '\n') - 1
+	return fmt.Sprintf(":%d:%d", line, col)
 }
 
 // Plugins are the plugin types of the list, in order.

@@ -145,5 +145,12 @@ func Unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
+// ErrBadInput marks a mode whose input, a file the user named, cannot be
+// used: it is refused before anything is built, not skipped.
+var ErrBadInput = errors.New("bad input")
+
+// BadInput is an error wrapping ErrBadInput around what is wrong.
+func BadInput(err error) error { return fmt.Errorf("%w: %w", ErrBadInput, err) }
+
 // Always is the Available of a mode every machine can build.
 func Always() error { return nil }

@@ -1,7 +1,9 @@
 package cni
 
 import (
+	"cnbench/internal/inputfile"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -48,6 +50,9 @@ func Lookup(name string) (mode.Descriptor, bool) {
 		return mode.Descriptor{}, false
 	}
 	conf, loadErr := loadCNI(arg)
+	if loadErr != nil {
+		loadErr = mode.BadInput(loadErr)
+	}
 	summary := "the CNI configuration " + arg
 	if loadErr == nil {
 		summary = strings.Join(conf.Plugins(), " + ")
@@ -106,10 +111,17 @@ func addresses(conf *cnilib.Config) topo.Addressing {
 	return topo.SubnetAddresses
 }
 
+// maxConfigSize bounds a CNI configuration file; real ones are a few
+// hundred bytes.
+const maxConfigSize = 1 << 20
+
 // loadCNI reads a configuration file, or a shipped one by name.
 func loadCNI(arg string) (*cnilib.Config, error) {
-	data, err := os.ReadFile(arg)
+	data, err := inputfile.Read(arg, maxConfigSize)
 	source := arg
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cni config: %w", err)
+	}
 	if err != nil {
 		var ok bool
 		if source, data, ok = configs.CNI(arg); !ok {
