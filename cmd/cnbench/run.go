@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"cnbench/internal/driver"
-	"cnbench/internal/model"
 	"cnbench/internal/mode"
+	"cnbench/internal/model"
 	"cnbench/internal/modes"
 	"cnbench/internal/report"
 	"cnbench/internal/runner"
