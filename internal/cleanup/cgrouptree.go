@@ -1,42 +1,31 @@
 package cleanup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"cnbench/internal/cpu"
 	"cnbench/internal/netns"
 )
 
 // cgroupMounts lists the mount points of every cgroup hierarchy, v1 and
-// v2, as /proc/self/mountinfo shows them.
+// v2, that this process can reach.
 func cgroupMounts() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := cpu.CgroupMounts()
 	if err != nil {
 		return nil, fmt.Errorf("list cgroup hierarchies: %w", err)
 	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Fields: id parent major:minor root mountpoint options ... - fstype source superoptions
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 0 || sep+1 >= len(fields) || len(fields) < 5 {
-			continue
-		}
-		if fs := fields[sep+1]; fs == "cgroup" || fs == "cgroup2" {
-			out = append(out, fields[4])
-		}
+	for _, m := range mounts {
+		out = append(out, m.Point)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // RemoveCgroupTree removes the top-level cgroup name, and every cgroup

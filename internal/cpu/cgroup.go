@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,14 +42,86 @@ type Hierarchy struct {
 	V2   bool
 }
 
-// FindHierarchy locates a usable hierarchy from /proc/self/mountinfo.
+// FindHierarchy locates a usable hierarchy among the cgroup mounts.
 func FindHierarchy() (Hierarchy, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := CgroupMounts()
 	if err != nil {
 		return Hierarchy{}, fmt.Errorf("find cgroup hierarchy: %w", err)
 	}
-	defer f.Close()
 	var v1 string
+	for _, m := range mounts {
+		switch {
+		case m.V2:
+			return Hierarchy{Root: m.Point, V2: true}, nil
+		case hasOption(m.Options, "cpuacct") && v1 == "":
+			v1 = m.Point
+		}
+	}
+	if v1 != "" {
+		return Hierarchy{Root: v1}, nil
+	}
+	return Hierarchy{}, errors.New("find cgroup hierarchy: no cgroup2 mount and no cpuacct hierarchy, and none could be mounted")
+}
+
+// Mount is a cgroup hierarchy's mount: where it is reached, whether it
+// is cgroup2, and its super options (the v1 controllers).
+type Mount struct {
+	Point   string
+	V2      bool
+	Options string
+}
+
+// CgroupMounts lists the cgroup hierarchies this process can reach. Where
+// its own mount namespace shows none, as under `ip netns exec`, which
+// mounts a fresh /sys in a mount namespace of its own, it mounts the
+// cgroup2 hierarchy there itself, at PrivateCgroup2: the same tree that
+// /sys/fs/cgroup shows elsewhere, seen only by this mount namespace.
+// (Through /proc/1/root, init's mounts can be read but not written.)
+func CgroupMounts() ([]Mount, error) {
+	mounts, err := readCgroupMounts("/proc/self/mountinfo")
+	if err != nil || len(mounts) > 0 {
+		return mounts, err
+	}
+	if err := mountPrivateCgroup2(); err != nil {
+		return nil, err
+	}
+	return readCgroupMounts("/proc/self/mountinfo")
+}
+
+// PrivateCgroup2 is where CgroupMounts mounts the cgroup2 hierarchy in a
+// mount namespace that has none.
+const PrivateCgroup2 = "/run/cnb-cgroup2"
+
+// mountPrivateCgroup2 mounts cgroup2 at PrivateCgroup2, unless this mount
+// namespace is known to be init's: there it would add a mount to the
+// whole machine, and a machine without any cgroup mount is not one
+// cnbench changes. (Where init's cannot be read, as in a container's PID
+// namespace, a namespace without cgroup mounts is taken for a private
+// one.)
+//
+// Equivalent to: mkdir -p /run/cnb-cgroup2; mount -t cgroup2 none /run/cnb-cgroup2
+func mountPrivateCgroup2() error {
+	self, err1 := os.Readlink("/proc/self/ns/mnt")
+	init, err2 := os.Readlink("/proc/1/ns/mnt")
+	if err1 == nil && err2 == nil && self == init {
+		return nil
+	}
+	if err := os.MkdirAll(PrivateCgroup2, 0o755); err != nil {
+		return fmt.Errorf("mount a private cgroup2: %w", err)
+	}
+	if err := unix.Mount("none", PrivateCgroup2, "cgroup2", 0, ""); err != nil {
+		return fmt.Errorf("mount a private cgroup2 at %s: %w", PrivateCgroup2, err)
+	}
+	return nil
+}
+
+func readCgroupMounts(mountinfo string) ([]Mount, error) {
+	f, err := os.Open(mountinfo)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Mount
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// Fields: id parent major:minor root mountpoint options - fstype source superopts
@@ -57,20 +130,12 @@ func FindHierarchy() (Hierarchy, error) {
 			continue
 		}
 		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 {
+		if len(pf) < 5 || len(qf) < 3 || (qf[0] != "cgroup" && qf[0] != "cgroup2") {
 			continue
 		}
-		switch {
-		case qf[0] == "cgroup2":
-			return Hierarchy{Root: pf[4], V2: true}, nil
-		case qf[0] == "cgroup" && hasOption(qf[2], "cpuacct") && v1 == "":
-			v1 = pf[4]
-		}
+		out = append(out, Mount{Point: pf[4], V2: qf[0] == "cgroup2", Options: qf[2]})
 	}
-	if v1 != "" {
-		return Hierarchy{Root: v1}, nil
-	}
-	return Hierarchy{}, errors.New("find cgroup hierarchy: no cgroup2 mount and no cpuacct hierarchy")
+	return out, sc.Err()
 }
 
 func hasOption(opts, want string) bool {
