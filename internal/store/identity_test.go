@@ -1,11 +1,16 @@
 package store
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"cnbench/internal/model"
 )
 
 // TestAnotherProgramsDatabaseIsLeftAlone opens another program's SQLite
@@ -58,5 +63,39 @@ func TestAnotherProgramsDatabaseIsLeftAlone(t *testing.T) {
 		if _, err := Open(path); err != nil {
 			t.Errorf("%s opened again: %v", path, err)
 		}
+	}
+}
+
+// TestDamagedDatabaseFoundAtOpen overwrites pages in the middle of a
+// store that holds runs: opening it again fails with ErrDamaged, before
+// anything else could use it.
+func TestDamagedDatabaseFoundAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		run := &model.Run{Scenario: strings.Repeat("s", 500), ScenarioDoc: strings.Repeat("x", 2000), Status: "done", Seed: int64(i), Started: time.Unix(int64(i), 0)}
+		if err := s.CreateRun(run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	if st.Size() < 64<<10 {
+		t.Fatalf("the store has only %d bytes", st.Size())
+	}
+	junk := bytes.Repeat([]byte{0xA5}, 8192)
+	if _, err := f.WriteAt(junk, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Open(path); !errors.Is(err, ErrDamaged) {
+		t.Errorf("open a damaged store: %v, want ErrDamaged", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"cnbench/internal/model"
@@ -127,8 +128,42 @@ func (s *Store) init() error {
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, not wal: the file system may not support it", mode)
 	}
+	if err := s.quickCheck(); err != nil {
+		return err
+	}
 	return s.migrate()
 }
+
+// quickCheck reads every page of the file once, so that a damaged
+// database is found when it is opened, not after a run has built its
+// network and measured a sample it then cannot store.
+func (s *Store) quickCheck() error {
+	rows, err := s.db.Query("PRAGMA quick_check(5)")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("%w: %v", ErrDamaged, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrDamaged, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ErrDamaged marks a database file that SQLite finds corrupt.
+var ErrDamaged = errors.New("the database is damaged (restore it from a copy, or give --db a new path)")
 
 func (s *Store) migrate() error {
 	version, err := userVersion(s.db)
