@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -66,6 +67,10 @@ func (e signalError) ExitCode() int { return 128 + int(e.sig) }
 // leave a run's namespaces behind).
 var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
+// stopGrace bounds a clean stop after the first signal: a run's teardown
+// takes seconds.
+const stopGrace = 2 * time.Minute
+
 // interrupted marks err as the end of a command its context stopped,
 // with the code of the signal that stopped it (130 without one).
 func interrupted(ctx context.Context, err error) error {
@@ -105,14 +110,25 @@ func exitCode(err error) int {
 
 func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
+	sigs := make(chan os.Signal, len(stopSignals))
 	signal.Notify(sigs, stopSignals...)
 	go func() {
-		// The first signal stops the command; later ones are caught too,
-		// so that it can finish stopping cleanly.
-		if s, ok := (<-sigs).(syscall.Signal); ok {
-			cancel(signalError{s})
+		// The first signal stops the command cleanly. A second one, or a
+		// stop that takes longer than stopGrace (a command stuck where it
+		// does not look at its context, as a report once was on a NaN),
+		// ends the process at once; cleanup removes what it leaves.
+		first, ok := (<-sigs).(syscall.Signal)
+		if !ok {
+			return
 		}
+		cancel(signalError{first})
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(os.Stderr, "cnbench: %v again: exiting now; `cnbench cleanup` removes what is left\n", s)
+		case <-time.After(stopGrace):
+			fmt.Fprintf(os.Stderr, "cnbench: still stopping %v after %v: exiting; `cnbench cleanup` removes what is left\n", first, stopGrace)
+		}
+		os.Exit(signalError{first}.ExitCode())
 	}()
 	stop := func() { cancel(signalError{syscall.SIGPIPE}) }
 	code := execute(ctx, os.Args[1:], os.Stdin, pipeWriter(os.Stdout, stop), pipeWriter(os.Stderr, stop))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -312,4 +313,33 @@ func TestConcurrentRunsAndCleanup(t *testing.T) {
 		}
 	}
 	requireSame(t, "after two concurrent runs", before, snapshot(t, bin))
+}
+
+// TestSecondSignalEndsAtOnce sends a measuring run SIGINT and SIGTERM at
+// once (two of one kind may reach it as one): the second ends the process
+// at once, with the first's exit code and a word on cleanup, without
+// waiting for the run to stop cleanly; cleanup then removes what it left.
+func TestSecondSignalEndsAtOnce(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(file, []byte(cleanupScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lr := startLive(t, bin, file, filepath.Join(dir, "r.db"))
+	lr.cmd.Process.Signal(syscall.SIGINT)
+	lr.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-lr.done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || (exit.ExitCode() != 130 && exit.ExitCode() != 143) || !strings.Contains(lr.said(), "again: exiting now") {
+			t.Errorf("after two signals: %v\n%s", err, lr.said())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still running 5 s after two signals:\n%s", lr.said())
+	}
+	if out, err := exec.Command(bin, "cleanup").CombinedOutput(); err != nil {
+		t.Fatalf("cleanup: %v\n%s", err, out)
+	}
 }
