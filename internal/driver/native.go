@@ -146,7 +146,7 @@ func (d *nativeDriver) Exchange(ctx context.Context, c model.Case, dur time.Dura
 	if err != nil {
 		return measure.Exchange{}, err
 	}
-	if c.Workload == "udp_max_rate" {
+	if searchesRate(c) {
 		return d.maxRate(ctx, c, spec)
 	}
 	return d.round(ctx, c, spec)
@@ -166,7 +166,7 @@ type clientResult struct {
 // udp_max_rate runs several rounds of its own.
 func (d *nativeDriver) Prepare(ctx context.Context, c model.Case, dur time.Duration) error {
 	d.ready = nil
-	if c.Workload == engine.WorkloadPing || c.Workload == "udp_max_rate" {
+	if c.Workload == engine.WorkloadPing || searchesRate(c) {
 		return nil
 	}
 	spec, err := runSpec(c, dur)
@@ -189,6 +189,12 @@ func (d *nativeDriver) Prepare(ctx context.Context, c model.Case, dur time.Durat
 	}
 	d.ready = specs
 	return nil
+}
+
+// searchesRate reports whether the case searches for a rate over rounds
+// of its own (udp_max_rate) instead of making one exchange.
+func searchesRate(c model.Case) bool {
+	return workload.Get(c.Workload).Shape == workload.MaxRateSearch
 }
 
 // clientSpecs gives each client endpoint its own session and target.

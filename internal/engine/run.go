@@ -195,12 +195,7 @@ func runStreamGroup(flows []*clientFlow, group []int, spec RunSpec, deadline int
 	for k, i := range group {
 		o := &outcomes[i]
 		o.sent, o.stoppedAt, o.err = sent[k], stoppedAt, err
-		if o.err == nil {
-			o.err = drainUntilClosed(fds[k])
-		}
-		if o.err == nil {
-			o.retransmits, o.retransmitsKnown = retransmits(fds[k])
-		}
+		finishFlow(fds[k], false, o)
 	}
 }
 
@@ -303,16 +298,22 @@ func runFlow(flow *clientFlow, spec RunSpec, deadline int64, streamBuf []byte, l
 	default:
 		o.sent, o.stoppedAt, o.err = sendStream(fd, streamBuf, spec.Flows, deadline)
 	}
+	finishFlow(fd, isUDPKind(kindOf(spec.Workload)), &o)
+	return o
+}
+
+// finishFlow closes the sending side of a flow that ran without error and
+// waits for the listener's close: the receiver has then counted every
+// byte by the time run answers, so collect need not wait. A TCP flow's
+// retransmits are read last.
+func finishFlow(fd int, udp bool, o *flowOutcome) {
 	if o.err != nil {
-		return o
+		return
 	}
-	// Waiting for the listener's close means the receiver has counted
-	// every byte by the time run answers, so collect need not wait.
 	o.err = drainUntilClosed(fd)
-	if !isUDPKind(kindOf(spec.Workload)) {
+	if !udp {
 		o.retransmits, o.retransmitsKnown = retransmits(fd)
 	}
-	return o
 }
 
 func flowHeader(spec RunSpec, index int) connHeader {
