@@ -186,46 +186,39 @@ cost against the native host baseline.`,
 
 // checkFlagValues refuses what a flag given on the command line cannot
 // mean: an empty value or an empty item of a list (--flows "" would
-// otherwise quietly stand for the default), and, through finiteFlags,
-// NaN and infinities.
+// otherwise quietly stand for the default), and NaN or an infinity in a
+// number, which the flag parser accepts (--fail-on-regression NaN would
+// turn a CI gate off without a word).
 func checkFlagValues(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if err != nil {
-			return
-		}
-		switch f.Value.Type() {
-		case "string":
-			if f.Value.String() == "" {
-				err = usageError(fmt.Errorf("--%s: empty; give a value, or leave the flag out for the default", f.Name))
+		if err == nil {
+			if msg := flagValueProblem(f); msg != "" {
+				err = usageError(fmt.Errorf("--%s: %s", f.Name, msg))
 			}
-		case "stringSlice":
-			items, _ := f.Value.(pflag.SliceValue)
-			if items == nil || len(items.GetSlice()) == 0 || slices.Contains(items.GetSlice(), "") {
-				err = usageError(fmt.Errorf("--%s: empty or with an empty item (%q); give values, or leave the flag out for the default", f.Name, f.Value.String()))
-			}
-		}
-	})
-	if err != nil {
-		return err
-	}
-	return finiteFlags(cmd)
-}
-
-// finiteFlags refuses NaN and infinities in a command's number flags,
-// which the flag parser accepts: --fail-on-regression NaN would turn a
-// CI gate off without a word.
-func finiteFlags(cmd *cobra.Command) error {
-	var err error
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if err != nil || f.Value.Type() != "float64" {
-			return
-		}
-		if v, perr := strconv.ParseFloat(f.Value.String(), 64); perr == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			err = usageError(fmt.Errorf("--%s: expected a finite number, got %s", f.Name, f.Value.String()))
 		}
 	})
 	return err
+}
+
+// flagValueProblem says what is wrong with a given flag's value, or "".
+func flagValueProblem(f *pflag.Flag) string {
+	switch f.Value.Type() {
+	case "string":
+		if f.Value.String() == "" {
+			return "empty; give a value, or leave the flag out for the default"
+		}
+	case "stringSlice":
+		items, _ := f.Value.(pflag.SliceValue)
+		if items == nil || len(items.GetSlice()) == 0 || slices.Contains(items.GetSlice(), "") {
+			return fmt.Sprintf("empty or with an empty item (%q); give values, or leave the flag out for the default", f.Value.String())
+		}
+	case "float64":
+		if v, err := strconv.ParseFloat(f.Value.String(), 64); err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			return "expected a finite number, got " + f.Value.String()
+		}
+	}
+	return ""
 }
 
 // argsAreUsage makes wrong arguments to c and its subcommands a usage
