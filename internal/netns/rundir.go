@@ -19,9 +19,14 @@ import (
 // So cnbench makes RunDir what ip-netns would before it names the first
 // namespace, and removes names in a way that also reaches covered mounts.
 
-var runDirMu sync.Mutex
+var (
+	runDirMu       sync.Mutex
+	runDirPrepared bool
+)
 
-// prepareRunDir makes RunDir a shared mount point, as ip-netns does.
+// prepareRunDir makes RunDir a shared mount point, as ip-netns does, once
+// per process: the recursive propagation change walks every name mounted
+// there, which for each of a thousand namespaces would cost a thousand.
 //
 // Equivalent to: mkdir -p /var/run/netns;
 // mount --make-rshared /var/run/netns ||
@@ -29,6 +34,17 @@ var runDirMu sync.Mutex
 func prepareRunDir() error {
 	runDirMu.Lock()
 	defer runDirMu.Unlock()
+	if runDirPrepared {
+		return nil
+	}
+	if err := makeRunDirShared(); err != nil {
+		return err
+	}
+	runDirPrepared = true
+	return nil
+}
+
+func makeRunDirShared() error {
 	if err := os.MkdirAll(RunDir, 0o755); err != nil {
 		return fmt.Errorf("prepare %s: %w", RunDir, err)
 	}
