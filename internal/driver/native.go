@@ -142,21 +142,37 @@ func runSpec(c model.Case, dur time.Duration) (engine.RunSpec, error) {
 }
 
 func (d *nativeDriver) Exchange(ctx context.Context, c model.Case, dur time.Duration) (measure.Exchange, error) {
-	spec, err := runSpec(c, dur)
+	gather, err := d.Traffic(ctx, c, dur)
 	if err != nil {
 		return measure.Exchange{}, err
 	}
-	if searchesRate(c) {
-		return d.maxRate(ctx, c, spec)
+	return gather(ctx)
+}
+
+// Traffic runs the case's traffic; what it returns asks the servers what
+// they received.
+func (d *nativeDriver) Traffic(ctx context.Context, c model.Case, dur time.Duration) (func(context.Context) (measure.Exchange, error), error) {
+	spec, err := runSpec(c, dur)
+	if err != nil {
+		return nil, err
 	}
-	return d.round(ctx, c, spec)
+	if searchesRate(c) {
+		x, err := d.maxRate(ctx, c, spec)
+		return func(context.Context) (measure.Exchange, error) { return x, nil }, err
+	}
+	results, err := d.runClients(ctx, c, spec)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (measure.Exchange, error) { return d.gather(ctx, c, spec, results) }, nil
 }
 
 // clientResult is one client endpoint's part of an exchange.
 type clientResult struct {
-	run  *engine.RunResult
-	sess *engine.SessionResult
-	err  error
+	session uint64
+	run     *engine.RunResult
+	sess    *engine.SessionResult
+	err     error
 }
 
 // Prepare connects every client endpoint's flows ahead of the exchange,
@@ -219,11 +235,20 @@ func sameRun(ready, spec engine.RunSpec) bool {
 }
 
 // round runs spec from every client endpoint at once, each against its
-// server, and adds up what they saw; flows connected ahead by Prepare
-// start at once.
+// server, and adds up what they saw.
 func (d *nativeDriver) round(ctx context.Context, c model.Case, spec engine.RunSpec) (measure.Exchange, error) {
+	results, err := d.runClients(ctx, c, spec)
+	if err != nil {
+		return measure.Exchange{}, err
+	}
+	return d.gather(ctx, c, spec, results)
+}
+
+// runClients runs spec from every client endpoint at once, each against
+// its server; flows connected ahead by Prepare start at once. It returns
+// when every flow has ended on both sides.
+func (d *nativeDriver) runClients(ctx context.Context, c model.Case, spec engine.RunSpec) ([]clientResult, error) {
 	results := make([]clientResult, len(d.clients))
-	collect := spec.Workload != engine.WorkloadTCPCRR && spec.Workload != engine.WorkloadPing
 	specs := d.ready
 	d.ready = nil
 	if len(specs) == 0 || !sameRun(specs[0], spec) {
@@ -234,28 +259,45 @@ func (d *nativeDriver) round(ctx context.Context, c model.Case, spec engine.RunS
 		wg.Go(func() {
 			s := specs[i]
 			r := &results[i]
+			r.session = s.Session
 			if r.run, r.err = cl.Client.Run(ctx, s); r.err != nil {
 				r.err = cl.Describe(fmt.Errorf("run %s from %s against %s: %w", c.Workload, d.path.Clients[i].Endpoint().Name, s.Target, r.err))
-				return
-			}
-			if !collect {
-				return
-			}
-			srv := d.servers[d.path.ServerOf[i]]
-			if r.sess, r.err = srv.Client.Collect(ctx, s.Session, 10*time.Second); r.err != nil {
-				r.err = srv.Describe(fmt.Errorf("collect session %d: %w", s.Session, r.err))
 			}
 		})
 	}
 	wg.Wait()
+	return results, joinErrs(results)
+}
+
+// gather asks each client's server what it received of the client's
+// session, where the workload's results need that, and adds up what both
+// sides saw.
+func (d *nativeDriver) gather(ctx context.Context, c model.Case, spec engine.RunSpec, results []clientResult) (measure.Exchange, error) {
+	if spec.Workload != engine.WorkloadTCPCRR && spec.Workload != engine.WorkloadPing {
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Go(func() {
+				r := &results[i]
+				srv := d.servers[d.path.ServerOf[i]]
+				if r.sess, r.err = srv.Client.Collect(ctx, r.session, 10*time.Second); r.err != nil {
+					r.err = srv.Describe(fmt.Errorf("collect session %d: %w", r.session, r.err))
+				}
+			})
+		}
+		wg.Wait()
+		if err := joinErrs(results); err != nil {
+			return measure.Exchange{}, err
+		}
+	}
+	return d.combine(c, spec, results)
+}
+
+func joinErrs(results []clientResult) error {
 	var errs []error
 	for _, r := range results {
 		errs = append(errs, r.err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return measure.Exchange{}, err
-	}
-	return d.combine(c, spec, results)
+	return errors.Join(errs...)
 }
 
 // combine adds up the client endpoints' results.
@@ -264,8 +306,9 @@ func (d *nativeDriver) combine(c model.Case, spec engine.RunSpec, results []clie
 	var hists []*hdrhistogram.Histogram
 	var rtt rttSum
 	var span receiveSpan
-	for _, r := range results {
+	for i, r := range results {
 		span.add(r.sess)
+		span.addSender(r.run, i == 0)
 		if len(r.run.LatencyHDR) > 0 {
 			h, err := hdrhistogram.Decode(r.run.LatencyHDR)
 			if err != nil {
@@ -293,7 +336,7 @@ func (d *nativeDriver) combine(c model.Case, spec engine.RunSpec, results []clie
 		x.LatencyHDR = enc
 	}
 	x.RTT = rtt.stats()
-	span.apply(&x, spec.Workload)
+	span.apply(&x, spec.Workload, d.path.OnThisMachine())
 	// One pair of a stream or request/response without a pattern has no
 	// aggregate to report beyond its own figures.
 	if !d.path.Multi() && c.Params.Pattern == "" && (c.Workload == "tcp_stream" || c.Workload == "tcp_rr") {
@@ -362,11 +405,14 @@ func addClient(x *measure.Exchange, workload string, r clientResult, n int, rtt 
 
 // receiveSpan is the time from the first byte any server received in an
 // exchange to the last, on the wall clock the engines of one machine
-// share.
+// share; where the clients' engines share it too, it starts instead when
+// the first client began to send, if that was earlier.
 type receiveSpan struct {
 	first, last time.Time
 	sessions    int
 	unknown     bool
+	began       time.Time
+	beganKnown  bool
 }
 
 func (s *receiveSpan) add(r *engine.SessionResult) {
@@ -387,17 +433,39 @@ func (s *receiveSpan) add(r *engine.SessionResult) {
 	s.sessions++
 }
 
+// addSender notes when a client began to send; a client that did not say
+// leaves the start at the first byte.
+func (s *receiveSpan) addSender(r *engine.RunResult, first bool) {
+	switch {
+	case r == nil || r.Began.IsZero():
+		s.began, s.beganKnown = time.Time{}, false
+	case first:
+		s.began, s.beganKnown = r.Began, true
+	case s.beganKnown && r.Began.Before(s.began):
+		s.began = r.Began
+	}
+}
+
 // apply makes a stream of several client endpoints report the rate the
-// path carried: every byte received over the time from the first to the
-// last. The endpoints' own rates, each over its own first-to-last byte,
-// add up to more where their spans do not overlap, as 64 endpoints
-// starting 16 flows each on two cores do not: their sum read 31 Gbit/s
-// for 8.5 Gbit/s received. Each endpoint's rate stays in PerEndpoint.
-func (s *receiveSpan) apply(x *measure.Exchange, workload string) {
+// path carried: every byte received over the time from the first byte
+// sent (or, across machines, received) to the last received. The
+// endpoints' own rates, each over its own first-to-last byte, add up to
+// more where their spans do not overlap, as 64 endpoints starting 16
+// flows each on two cores do not: their sum read 31 Gbit/s for 8.5
+// Gbit/s received. The first byte received is late where the machine
+// has more flows than cores: at 64 endpoints of 16 flows the first
+// byte most servers read came 0.3 to 1.2 s into a 1 s run, their socket
+// buffers full, and a span from the first byte left out the time the
+// senders spent filling them. Each endpoint's rate stays in PerEndpoint.
+func (s *receiveSpan) apply(x *measure.Exchange, workload string, sharedClock bool) {
 	if s.sessions < 2 || s.unknown || (workload != engine.WorkloadTCPStream && workload != engine.WorkloadUDPStream) {
 		return
 	}
-	span := s.last.Sub(s.first)
+	first := s.first
+	if sharedClock && s.beganKnown && s.began.Before(first) {
+		first = s.began
+	}
+	span := s.last.Sub(first)
 	if span <= 0 {
 		return
 	}

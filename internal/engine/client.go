@@ -191,6 +191,9 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) (*RunResult, error) {
 		Elapsed:      time.Duration(resp.ElapsedNS),
 		Transactions: resp.Transactions,
 	}
+	if resp.BeganNS != 0 && resp.ClockOriginUnixNS != 0 {
+		r.Began = time.Unix(0, resp.ClockOriginUnixNS).Add(time.Duration(resp.BeganNS))
+	}
 	if resp.LatencyHDR != "" {
 		r.LatencyHDR = []byte(resp.LatencyHDR)
 	}

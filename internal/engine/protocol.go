@@ -130,6 +130,9 @@ type Response struct {
 	// LatencyHDR is the merged per-transaction latency histogram (ns) as
 	// produced by hdrhistogram's Encode, which is base64 text already.
 	LatencyHDR string `json:"latency_hdr,omitempty"`
+	// BeganNS is when the run's flows started, on the engine's monotonic
+	// clock (see ClockOriginUnixNS).
+	BeganNS int64 `json:"began_ns,omitempty"`
 	// TCPRetransmits is absent when the kernel did not report TCP_INFO.
 	TCPRetransmits *int64 `json:"tcp_retransmits,omitempty"`
 	// SentPackets are datagrams (or echoes) sent; Lost are udp_rr
@@ -144,8 +147,9 @@ type Response struct {
 	FirstByteNS   int64 `json:"first_byte_ns,omitempty"`
 	LastByteNS    int64 `json:"last_byte_ns,omitempty"`
 	// ClockOriginUnixNS is the wall-clock time of the engine's monotonic
-	// clock's zero, so that the first and last bytes of sessions that
-	// engines on one machine received can be laid on one time line.
+	// clock's zero, so that the first and last bytes of sessions, and the
+	// starts of runs, that engines on one machine saw can be laid on one
+	// time line.
 	ClockOriginUnixNS int64            `json:"clock_origin_unix_ns,omitempty"`
 	Flows             int              `json:"flows,omitempty"`
 	Intervals         []model.Interval `json:"intervals,omitempty"`
@@ -176,7 +180,10 @@ type RTTStats struct {
 type RunResult struct {
 	SentBytes int64
 	// Elapsed runs from the start of sending to the last flow's last write.
-	Elapsed      time.Duration
+	Elapsed time.Duration
+	// Began is when sending started, on the wall clock; zero when the
+	// engine did not say.
+	Began        time.Time
 	Transactions int64
 	// LatencyHDR is hdrhistogram's V2 compressed encoding (as returned by
 	// Histogram.Encode and read by hdrhistogram.Decode); nil for streams.

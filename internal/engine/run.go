@@ -244,6 +244,7 @@ func mergeOutcomes(outcomes []flowOutcome, began int64) (Response, error) {
 		}
 	}
 	resp.ElapsedNS = stoppedAt - began
+	resp.BeganNS, resp.ClockOriginUnixNS = began, clockOrigin.UnixNano()
 	if retransKnown {
 		resp.TCPRetransmits = &retrans
 	}

@@ -24,6 +24,16 @@ type Preparer interface {
 	Prepare(ctx context.Context, c model.Case, d time.Duration) error
 }
 
+// Gatherer is an exchanger whose results come in part from the far side
+// once the traffic has ended: a server's account of what it received.
+// Traffic runs the traffic and returns what gathers those results; Take
+// reads the path in between, so that the gathering (at 64 endpoints, a
+// round trip to each server on an overloaded machine) is not charged to
+// the bytes.
+type Gatherer interface {
+	Traffic(ctx context.Context, c model.Case, d time.Duration) (gather func(context.Context) (Exchange, error), err error)
+}
+
 // Exchange is what an engine observed in one run of a workload, whatever
 // the workload: one record for all. Zero fields were not observed.
 type Exchange struct {
@@ -58,7 +68,7 @@ type Exchange struct {
 	// transactions per second (the others) where a pattern placed
 	// several, or the case named one; nil otherwise, and for ping.
 	// TxPerS is their sum; ThroughputBPS is every byte received over the
-	// time from the first byte any server received to the last
+	// time from the first byte sent (or received) to the last received
 	// (ReceiveTime), or, where the engines cannot tell that, their sum.
 	PerEndpoint           []float64
 	ThroughputBPS, TxPerS float64

@@ -96,7 +96,7 @@ func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time
 	if !before.remote {
 		watch = watchSteal() // this machine's: an agent's steal is its own
 	}
-	x, err := d.Exchange(ctx, c, dur)
+	gather, err := traffic(ctx, d, c, dur)
 	marks := watch.end()
 	if err != nil {
 		return model.Sample{}, err
@@ -105,7 +105,21 @@ func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time
 	if err != nil {
 		return model.Sample{}, err
 	}
+	x, err := gather(ctx)
+	if err != nil {
+		return model.Sample{}, err
+	}
 	return sampleFrom(c, before, after, x, marks)
+}
+
+// traffic runs d's traffic: the whole exchange, unless d gathers its
+// results after the traffic has ended.
+func traffic(ctx context.Context, d Exchanger, c model.Case, dur time.Duration) (func(context.Context) (Exchange, error), error) {
+	if g, ok := d.(Gatherer); ok {
+		return g.Traffic(ctx, c, dur)
+	}
+	x, err := d.Exchange(ctx, c, dur)
+	return func(context.Context) (Exchange, error) { return x, nil }, err
 }
 
 // sampleFrom turns an exchange and the CPU readings around it into a

@@ -55,15 +55,20 @@ func TestCPUAddsUpAtScale(t *testing.T) {
 			t.Errorf("%s: machine %.1f%% of %v cores, other %.1f%%: counted twice", c.Key, machine, cores, v[model.CPUOtherPct])
 		}
 		// The same seconds: CPU-seconds per GB times the GB received
-		// over the sample are the cores the percentages report, and at
-		// the throughput's rate no more cores than the machine was busy.
-		cores := v[model.CPUSPerGB] * v[model.ReceivedBytes] / 1e9 / s.Duration.Seconds() * 100
-		if math.Abs(cores-both) > 0.05*both {
-			t.Errorf("%s: cpu_s_per_gb over the sample is %.1f%% of a core, sender + receiver %.1f%%", c.Key, cores, both)
+		// over the sample are the cores the percentages report.
+		spent := v[model.CPUSPerGB] * v[model.ReceivedBytes] / 1e9 / s.Duration.Seconds() * 100
+		if math.Abs(spent-both) > 0.05*both {
+			t.Errorf("%s: cpu_s_per_gb over the sample is %.1f%% of a core, sender + receiver %.1f%%", c.Key, spent, both)
 		}
-		if atRate := v[model.CPUSPerGB] * v[model.ThroughputBPS] / 8e9 * 100; atRate > 1.05*machine {
-			t.Errorf("%s: cpu_s_per_gb at %.2f Gbit/s is %.1f%% of a core, more than the machine's %.1f%%",
-				c.Key, v[model.ThroughputBPS]/1e9, atRate, machine)
+		// Throughput is over the time from the first byte sent to the
+		// last received, and the readings also hold the flows' closing
+		// (5% of the sample at 64 endpoints of 16 flows); but never
+		// more cores than the machine has: a span that began at the
+		// first byte received read 211% on two cores.
+		atRate := v[model.CPUSPerGB] * v[model.ThroughputBPS] / 8e9 * 100
+		if atRate > 1.10*machine || atRate > 102*cores {
+			t.Errorf("%s: cpu_s_per_gb at %.2f Gbit/s is %.1f%% of a core: more than the machine's %.1f%% or its %v cores",
+				c.Key, v[model.ThroughputBPS]/1e9, atRate, machine, cores)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"cnbench/internal/model"
 )
@@ -31,6 +32,17 @@ func (p *Path) Client() Site { return p.Clients[0] }
 
 // Multi reports whether the path is more than one pair.
 func (p *Path) Multi() bool { return len(p.Servers) > 1 || len(p.Clients) > 1 }
+
+// OnThisMachine reports whether every endpoint of the path is a namespace
+// on this machine, so that their engines share one clock.
+func (p *Path) OnThisMachine() bool {
+	for _, s := range append(slices.Clip(p.Servers), p.Clients...) {
+		if _, ok := s.(*Local); !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // Expose publishes port of server s as the mode does and returns the
 // address clients dial.
