@@ -129,7 +129,7 @@ func (e *engine) serveConn(conn *net.TCPConn, o SocketOptions) {
 	case udp != nil:
 		err = serveUDPControl(sock.fd, udp)
 	default:
-		err = serveFlow(sock.fd, h, meter, s, o)
+		err = e.serveFlow(sock.fd, h, meter, s, o)
 	}
 	// Leave the session before closing the socket: the client waits for
 	// our close, so the session is complete by the time its run returns.
@@ -148,16 +148,16 @@ func (e *engine) adopt(conn *net.TCPConn) (*dataSocket, error) {
 	return e.sockets.adopt(fd)
 }
 
-// serveFlow runs the listener side of one flow on the calling goroutine's
-// own thread.
-func serveFlow(fd int, h connHeader, m *flowMeter, s *session, o SocketOptions) error {
+// serveFlow runs the listener side of one flow: a request/response flow
+// on the calling goroutine's own thread, a stream on the receive pool's.
+func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o SocketOptions) error {
 	if err := configureSocket(fd, h.kind == kindRR && !o.Nagle, serverSocketTimeout); err != nil {
 		return err
 	}
+	if h.kind != kindRR {
+		return e.receivers.receive(fd, m, s)
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if h.kind == kindRR {
-		return serveRR(fd, h, m, s)
-	}
-	return receiveStream(fd, int(h.flowCount), m, s)
+	return serveRR(fd, h, m, s)
 }

@@ -13,10 +13,11 @@ import (
 
 // engine is the state behind one Serve call.
 type engine struct {
-	ctx      context.Context // canceled when the engine stops
-	cancel   context.CancelCauseFunc
-	sockets  *socketSet
-	sessions *sessionTable
+	ctx       context.Context // canceled when the engine stops
+	cancel    context.CancelCauseFunc
+	sockets   *socketSet
+	sessions  *sessionTable
+	receivers receivePool
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -160,5 +161,6 @@ func (e *engine) stop() {
 		ready.abort()
 	}
 	e.sockets.stop()
+	e.receivers.stop()
 	e.work.Wait()
 }

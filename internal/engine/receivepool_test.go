@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// socketPairs returns n connected stream socket pairs: the first of each
+// to read, the second to write; all are closed when the test ends.
+func socketPairs(t *testing.T, n int) (readers, writers []int) {
+	t.Helper()
+	for range n {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers, writers = append(readers, fds[0]), append(writers, fds[1])
+		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	}
+	return readers, writers
+}
+
+// TestReceivePoolCountsEveryFlow reads 48 flows, each sending a different
+// number of bytes, on the pool's threads, no more of them than CPUs.
+func TestReceivePoolCountsEveryFlow(t *testing.T) {
+	const flows = 48
+	readers, writers := socketPairs(t, flows)
+	var p receivePool
+	defer p.stop()
+	s := &session{}
+	meters := make([]flowMeter, flows)
+	errs := make(chan error, flows)
+	for i, fd := range readers {
+		go func() { errs <- p.receive(fd, &meters[i], s) }()
+	}
+	chunk := make([]byte, 100_000)
+	for i, fd := range writers {
+		for range i + 1 {
+			if err := sendN(fd, chunk, len(chunk)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		unix.Shutdown(fd, unix.SHUT_WR)
+	}
+	for range flows {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a flow was still being read 10 s after its peer closed")
+		}
+	}
+	for i, m := range meters {
+		if want := int64((i + 1) * len(chunk)); m.bytes != want {
+			t.Errorf("flow %d: %d bytes, want %d", i, m.bytes, want)
+		}
+	}
+	if n, cpus := len(p.threads), usableCPUs(); n < 1 || n > cpus {
+		t.Errorf("%d receiving threads for %d flows on %d CPUs", n, flows, cpus)
+	}
+}
+
+// TestReceivePoolStopEndsSilentFlows stops the pool while its flows wait
+// for data that never comes: each ends at once with errStopped, and the
+// pool takes no flow after.
+func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
+	readers, _ := socketPairs(t, 4)
+	var p receivePool
+	s := &session{}
+	meters := make([]flowMeter, len(readers))
+	errs := make(chan error, len(readers))
+	for i, fd := range readers[:3] {
+		go func() { errs <- p.receive(fd, &meters[i], s) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	p.stop()
+	for range 3 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, errStopped) {
+				t.Errorf("a flow ended with %v, want %v", err, errStopped)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a flow still waited 5 s after the pool stopped")
+		}
+	}
+	if err := p.receive(readers[3], &meters[3], s); !errors.Is(err, errStopped) {
+		t.Errorf("a flow after the stop: %v, want %v", err, errStopped)
+	}
+}
