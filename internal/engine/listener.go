@@ -148,16 +148,20 @@ func (e *engine) adopt(conn *net.TCPConn) (*dataSocket, error) {
 	return e.sockets.adopt(fd)
 }
 
-// serveFlow runs the listener side of one flow: a request/response flow
-// on the calling goroutine's own thread, a stream on the receive pool's.
+// serveFlow runs the listener side of one flow on the calling goroutine's
+// own thread, or, for a stream of more flows than CPUs, on the receive
+// pool's, as the sender groups such flows (see receivePool).
 func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o SocketOptions) error {
 	if err := configureSocket(fd, h.kind == kindRR && !o.Nagle, serverSocketTimeout); err != nil {
 		return err
 	}
-	if h.kind != kindRR {
+	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
 		return e.receivers.receive(fd, m, s)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return serveRR(fd, h, m, s)
+	if h.kind == kindRR {
+		return serveRR(fd, h, m, s)
+	}
+	return receiveStream(fd, int(h.flowCount), m, s)
 }

@@ -4,6 +4,25 @@ package engine
 // keep the system call count per gigabyte low.
 const receiveBufferSize = 256 << 10
 
+// receiveStream counts bytes until the peer closes; flows is how many flows
+// its session has.
+func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
+	buf := make([]byte, receiveBufferSize)
+	y := newYielder(flows)
+	for {
+		n, err := recv(fd, buf)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		now := monotonicNow()
+		m.add(n, now, s)
+		y.maybeYield(now)
+	}
+}
+
 // sendStream writes buf repeatedly until the monotonic deadline and
 // returns the bytes sent and when it stopped; flows is how many flows run
 // alongside.
