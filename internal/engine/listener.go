@@ -46,7 +46,7 @@ func (e *engine) listen(addr string, port int, o SocketOptions) (int, error) {
 			}
 			return 0, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		udp, err := e.sockets.adopt(fd)
+		udp, err := e.sockets.adoptListening(fd)
 		if err != nil {
 			ln.Close()
 			return 0, err

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cnbench/internal/workload"
+
 	"context"
 	"errors"
 	"fmt"
@@ -136,7 +138,7 @@ type launch struct {
 // prepare connects the flows and parks each on its own thread, so that
 // thread creation does not eat into the first flows' measured time.
 func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
-	if spec.Flows > maxLiveSockets || (isUDPKind(kindOf(spec.Workload)) && 2*spec.Flows > maxLiveSockets) {
+	if perFlow, _ := workload.Get(spec.Workload).SocketsPerFlow(); spec.Flows*perFlow > maxLiveSockets {
 		return nil, fmt.Errorf("%d flows exceed the engine's limit of %d sockets", spec.Flows, maxLiveSockets)
 	}
 	flows, err := e.connectFlows(ctx, spec)

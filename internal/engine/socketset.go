@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cnbench/internal/workload"
+
 	"errors"
 	"fmt"
 	"sync"
@@ -8,10 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxLiveSockets bounds the data sockets of one engine. Each one holds a
-// locked OS thread, and the Go runtime aborts the whole process beyond
-// 10000 threads, so an over-large request must fail on its own instead.
-const maxLiveSockets = 4096
+// maxLiveSockets bounds the data sockets of one engine; scenarios are
+// checked against the same bound before anything is built.
+const maxLiveSockets = workload.MaxEngineSockets
 
 var errStopped = errors.New("engine is stopping")
 
@@ -19,35 +20,53 @@ var errStopped = errors.New("engine is stopping")
 // unblock every flow at once: shutdown(2) wakes a thread blocked in read or
 // write on the socket, where close(2) from another thread would not.
 type socketSet struct {
-	mu      sync.Mutex
-	live    map[*dataSocket]struct{}
-	stopped bool
+	mu   sync.Mutex
+	live map[*dataSocket]struct{}
+	// listening counts the listeners' own sockets in live, which the
+	// flows' bound leaves out.
+	listening int
+	stopped   bool
 }
 
-// dataSocket is a blocking socket owned by one flow.
+// dataSocket is a blocking socket owned by one flow, or a listener's.
 type dataSocket struct {
-	fd  int
-	set *socketSet
+	fd        int
+	set       *socketSet
+	listening bool
 }
 
 func newSocketSet() *socketSet {
 	return &socketSet{live: make(map[*dataSocket]struct{})}
 }
 
-// adopt takes ownership of fd; on error the fd is closed.
+// adopt takes ownership of a flow's fd; on error the fd is closed.
 func (s *socketSet) adopt(fd int) (*dataSocket, error) {
+	return s.adoptAs(fd, false)
+}
+
+// adoptListening takes ownership of a listener's socket, which does not
+// count against the flows' bound: an engine serves maxLiveSockets flows
+// whatever it listens on.
+func (s *socketSet) adoptListening(fd int) (*dataSocket, error) {
+	return s.adoptAs(fd, true)
+}
+
+func (s *socketSet) adoptAs(fd int, listening bool) (*dataSocket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.stopped:
 		unix.Close(fd)
 		return nil, errStopped
-	case len(s.live) >= maxLiveSockets:
+	case !listening && len(s.live)-s.listening >= maxLiveSockets:
 		unix.Close(fd)
 		return nil, fmt.Errorf("engine already has %d live data sockets", maxLiveSockets)
 	}
-	sock := &dataSocket{fd: fd, set: s}
+	sock := &dataSocket{fd: fd, set: s, listening: listening}
 	s.live[sock] = struct{}{}
+	if listening {
+		s.listening++
+	}
 	return sock, nil
 }
 
@@ -59,7 +78,7 @@ func (s *socketSet) holder() (*dataSocket, error) {
 	switch {
 	case s.stopped:
 		return nil, errStopped
-	case len(s.live) >= maxLiveSockets:
+	case len(s.live)-s.listening >= maxLiveSockets:
 		return nil, fmt.Errorf("engine already has %d live data sockets", maxLiveSockets)
 	}
 	sock := &dataSocket{fd: -1, set: s}
@@ -99,6 +118,9 @@ func (d *dataSocket) close() {
 		return
 	}
 	delete(d.set.live, d)
+	if d.listening {
+		d.set.listening--
+	}
 	if d.fd >= 0 {
 		unix.Close(d.fd)
 	}

@@ -110,6 +110,18 @@ const (
 	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
 )
 
+// Endpoints are how many server and client endpoints p's pattern places.
+func (p Params) Endpoints() (servers, clients int) {
+	clients = max(1, p.Clients)
+	switch p.Pattern {
+	case PatternFanIn, PatternContainersXFlows:
+		return 1, clients
+	case PatternNToM:
+		return max(1, p.Servers), clients
+	}
+	return clients, clients
+}
+
 // Comparable is p without what only one mode records, such as the OVS
 // datapath, so that a mode's case finds its host baseline.
 func (p Params) Comparable() Params {

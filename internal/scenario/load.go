@@ -557,6 +557,10 @@ func (p *parser) checkMatrix(s *Spec, workloadItems []item) {
 		p.report(nil, "", s.matrixMessage(n))
 		return
 	}
+	checkLimits(s, func(i int, key, msg string) {
+		it := workloadItems[i]
+		p.report(it.node, joinPath(it.path, key), msg)
+	})
 	producedBy := map[string]int{}
 	for i, w := range s.Workloads {
 		for _, params := range w.variants() {

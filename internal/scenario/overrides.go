@@ -103,6 +103,10 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
+	checkLimits(s, func(_ int, key, msg string) { errs.add(&Error{Path: "--" + key, Msg: msg}) })
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
 	if n := s.countCases(); n > maxCases {
 		return nil, &Error{Msg: s.matrixMessage(n)}
 	}

@@ -72,27 +72,13 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	return pa, nil
 }
 
-// Shape is how many servers and clients a case's pattern places: pairs
-// (the default) C of each, fan_in and containers_x_flows one server, and
-// n_to_m N servers for M clients.
-func Shape(p model.Params) (servers, clients int) {
-	clients = max(1, p.Clients)
-	switch p.Pattern {
-	case model.PatternFanIn, model.PatternContainersXFlows:
-		return 1, clients
-	case model.PatternNToM:
-		return max(1, p.Servers), clients
-	}
-	return clients, clients
-}
-
 // placeGroup places the endpoints a case's pattern asks for, each in a
 // cgroup of its own: servers s1..sN on the server host, clients c1..cM on
 // the client host, client i talking to server i mod N. Endpoints are
 // built in parallel: a fan-in of dozens of endpoints should not spend its
 // time on one netlink call after another.
 func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p model.Params) (pa *Path, err error) {
-	nServers, nClients := Shape(p)
+	nServers, nClients := p.Endpoints()
 	pa = &Path{ServerOf: make([]int, nClients)}
 	for i := range pa.ServerOf {
 		pa.ServerOf[i] = i % nServers

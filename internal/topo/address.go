@@ -70,6 +70,16 @@ func OverlayAddr(host, n int) netip.Addr {
 // MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
 const MaxEndpointsPerHost = 250
 
+// EndpointsOnOneHost is the most endpoints a topology of this kind puts
+// on one host (or guest) for servers and clients: both counts where the
+// two sides share one, the larger where each has its own.
+func EndpointsOnOneHost(kind string, servers, clients int) int {
+	if l, ok := vmLayouts[kind]; kind == CHC || (ok && l.server == l.client) {
+		return servers + clients
+	}
+	return max(servers, clients)
+}
+
 // Addressing is where a mode's endpoints take their addresses from.
 type Addressing string
 

@@ -70,7 +70,23 @@ const (
 	// gap between them.
 	MaxEchoCount    = 10_000_000
 	MaxEchoInterval = time.Minute
+	// MaxEngineSockets bounds the data sockets of one engine process: a
+	// request/response flow holds a locked OS thread, and the Go runtime
+	// aborts the whole process beyond 10000 threads, so an over-large
+	// request must fail on its own instead.
+	MaxEngineSockets = 4096
 )
+
+// SocketsPerFlow is how many of an engine's sockets a flow holds on the
+// client (a datagram flow: its UDP socket and its TCP control
+// connection) and on the server (one: the listener's UDP socket is
+// shared).
+func (r Row) SocketsPerFlow() (client, server int) {
+	if r.Transport == UDP {
+		return 2, 1
+	}
+	return 1, 1
+}
 
 // The scenario keys a row may list.
 const (

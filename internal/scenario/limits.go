@@ -1,0 +1,68 @@
+package scenario
+
+import (
+	"fmt"
+
+	"cnbench/internal/model"
+	"cnbench/internal/topo"
+	"cnbench/internal/workload"
+)
+
+// limitMessage checks one variant of a workload against what a run can
+// build: endpoints on one host (each host numbers its endpoints in a
+// /24) and sockets in one engine. It returns the key to blame ("clients"
+// or "flows") and the message, or "" when the variant fits in every
+// topology given; the run applies the same bounds, so a case that
+// passes here is not refused for its size once its network is built.
+func limitMessage(typ string, p model.Params, topologies []Topology) (key, msg string) {
+	servers, clients := p.Endpoints()
+	for _, t := range topologies {
+		if n := topo.EndpointsOnOneHost(t.Name, servers, clients); n > topo.MaxEndpointsPerHost {
+			return "clients", fmt.Sprintf("%s with %s and %s puts %d endpoints on one host in topology %s; a host holds at most %d",
+				patternName(p), count(clients, "client"), count(servers, "server"), n, t.Name, topo.MaxEndpointsPerHost)
+		}
+	}
+	row := workload.Get(typ)
+	flows := p.Flows
+	if flows == 0 {
+		flows = row.Defaults.Flows
+	}
+	perClient, perServer := row.SocketsPerFlow()
+	clientsPerServer := (clients + servers - 1) / servers
+	if n := flows * perClient; n > workload.MaxEngineSockets {
+		return "flows", fmt.Sprintf("%d flows of %s hold %d sockets in the client's engine; an engine holds at most %d",
+			flows, typ, n, workload.MaxEngineSockets)
+	}
+	if n := flows * clientsPerServer * perServer; n > workload.MaxEngineSockets {
+		return "flows", fmt.Sprintf("%d flows from each of %d clients hold %d sockets in their server's engine; an engine holds at most %d",
+			flows, clientsPerServer, n, workload.MaxEngineSockets)
+	}
+	return "", ""
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func patternName(p model.Params) string {
+	if p.Pattern == "" {
+		return "pattern " + model.PatternPairs
+	}
+	return "pattern " + p.Pattern
+}
+
+// checkLimits reports each workload's first variant that does not fit,
+// at the path where returns for workload i.
+func checkLimits(s *Spec, report func(i int, key, msg string)) {
+	for i, w := range s.Workloads {
+		for _, params := range w.variants() {
+			if key, msg := limitMessage(w.Type, params, s.Topologies); msg != "" {
+				report(i, key, msg)
+				break
+			}
+		}
+	}
+}
