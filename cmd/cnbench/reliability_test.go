@@ -99,29 +99,53 @@ func (lr *liveRun) wait(t *testing.T, limit time.Duration) {
 	}
 }
 
-// enginesOf lists the engine processes a run started: its children
-// running `engine`.
-func enginesOf(t *testing.T, pid int) []int {
-	t.Helper()
-	var out []int
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		child, err := strconv.Atoi(p.Name())
+// proc is a process as /proc shows it.
+type proc struct {
+	pid, ppid int
+	argv      []string
+	comm      string
+}
+
+// processes lists the machine's processes.
+func processes() []proc {
+	var out []proc
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue
 		}
 		s := string(stat)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+		if len(f) < 2 {
 			continue
 		}
-		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
-		if strings.Contains(string(args), "\x00engine") {
-			out = append(out, child)
+		p := proc{pid: pid}
+		p.ppid, _ = strconv.Atoi(f[1])
+		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		p.argv = strings.Split(strings.TrimSuffix(string(args), "\x00"), "\x00")
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		p.comm = strings.TrimSpace(string(comm))
+		out = append(out, p)
+	}
+	return out
+}
+
+// isEngine reports whether a process runs cnbench's engine.
+func (p proc) isEngine() bool { return len(p.argv) > 1 && p.argv[1] == "engine" }
+
+// enginesOf lists the engine processes a run started: its children
+// running `engine`.
+func enginesOf(t *testing.T, pid int) []int {
+	t.Helper()
+	var out []int
+	for _, p := range processes() {
+		if p.ppid == pid && p.isEngine() {
+			out = append(out, p.pid)
 		}
 	}
 	return out

@@ -1,6 +1,8 @@
 package cleanup
 
 import (
+	"golang.org/x/sys/unix"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,6 +82,18 @@ func StopDaemon(p *os.Process, waited <-chan struct{}, grace time.Duration) {
 	}
 }
 
+// HowEnded says how a process ended: "(pid N) was killed by SIGKILL",
+// "(pid N) exited with status 1".
+func HowEnded(ps *os.ProcessState) string {
+	if ps == nil {
+		return "has ended"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("(pid %d) was killed by %s", ps.Pid(), unix.SignalName(ws.Signal()))
+	}
+	return fmt.Sprintf("(pid %d) exited with status %d", ps.Pid(), ps.ExitCode())
+}
+
 // ForgetDaemon drops the record of a daemon that has been stopped.
 func ForgetDaemon(tok netns.Token, name string) error {
 	err := os.Remove(daemonPath(tok, name))
@@ -142,7 +156,7 @@ func sweepDaemons(tok netns.Token, r *Removed) error {
 	for _, d := range daemons {
 		if d.Alive() && syscall.Kill(d.PID, syscall.SIGKILL) == nil {
 			r.Processes = append(r.Processes, fmt.Sprintf("%d %s (daemon of run %s)", d.PID, d.Name, tok))
-			waitGone(map[int]string{d.PID: d.Name}, 2*time.Second)
+			netns.WaitGone(map[int]string{d.PID: d.Name}, 2*time.Second)
 		}
 		if d.Dir != "" && IsOwnDir(d.Dir) {
 			errs = append(errs, os.RemoveAll(d.Dir))

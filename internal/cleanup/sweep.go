@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"cnbench/internal/cpu"
 	"cnbench/internal/netns"
 )
@@ -122,22 +120,24 @@ func (l leftovers) killProcesses(dead map[netns.Token]bool, r *Removed) {
 			}
 		}
 	}
+	var deadNamespaces []string
 	for _, n := range l.namespaces {
 		if dead[netns.TokenOf(n)] {
-			for _, pid := range namespacePIDs(filepath.Join(netns.RunDir, n)) {
-				pids[pid] = "namespace " + n
-			}
+			deadNamespaces = append(deadNamespaces, n)
 		}
+	}
+	for pid, n := range netns.Occupants(deadNamespaces) {
+		pids[pid] = "namespace " + n
 	}
 	for pid, where := range pids {
 		if pid == os.Getpid() {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-			r.Processes = append(r.Processes, fmt.Sprintf("%d %s (in %s)", pid, comm(pid), where))
+			r.Processes = append(r.Processes, fmt.Sprintf("%d %s (in %s)", pid, netns.Comm(pid), where))
 		}
 	}
-	waitGone(pids, 2*time.Second)
+	netns.WaitGone(pids, 2*time.Second)
 }
 
 // remove deletes the dead runs' namespaces and cgroups, then releases
@@ -202,66 +202,4 @@ func cgroupPIDs(dir string) []int {
 		}
 	}
 	return pids
-}
-
-// namespacePIDs finds the processes whose network namespace is the one
-// bind-mounted at path, by comparing namespace inode numbers.
-func namespacePIDs(path string) []int {
-	var want unix.Stat_t
-	if err := unix.Stat(path, &want); err != nil {
-		return nil
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil && st.Ino == want.Ino && st.Dev == want.Dev {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func comm(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	if err != nil {
-		return "?"
-	}
-	return strings.TrimSpace(string(data))
-}
-
-func waitGone(pids map[int]string, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		alive := false
-		for pid := range pids {
-			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
-				alive = true
-				break
-			}
-		}
-		if !alive {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// zombie reports whether a process has ended and only waits to be reaped
-// by its parent, which a sweep cannot hurry.
-func zombie(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && strings.HasPrefix(s[i+1:], " Z")
 }

@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +54,43 @@ type Process struct {
 	Cmd    *exec.Cmd
 	spec   Spec
 	waited <-chan struct{}
+	// stopping is set once cnbench ends the daemon itself; an exit
+	// before that is a death to report.
+	stopping atomic.Bool
+}
+
+// deaths are, by run token, the daemons that ended before cnbench
+// stopped them, until Deaths reports them.
+var deaths struct {
+	mu    sync.Mutex
+	byRun map[netns.Token][]string
+}
+
+// Deaths returns, and forgets, the daemons of token's network that ended
+// by themselves (killed, crashed), each as "ovs-vswitchd in cnb-1a2b-h1
+// (pid 123) was killed by SIGKILL": what a failure on that network should
+// name.
+func Deaths(tok netns.Token) []string {
+	deaths.mu.Lock()
+	defer deaths.mu.Unlock()
+	out := deaths.byRun[tok]
+	delete(deaths.byRun, tok)
+	return out
+}
+
+// watch notes the daemon's death if it ends before it is stopped.
+func (p *Process) watch() {
+	<-p.waited
+	if p.stopping.Load() {
+		return
+	}
+	deaths.mu.Lock()
+	if deaths.byRun == nil {
+		deaths.byRun = map[netns.Token][]string{}
+	}
+	tok := p.spec.Token
+	deaths.byRun[tok] = append(deaths.byRun[tok], fmt.Sprintf("%s in %s %s", p.Name, p.spec.NS.Name, cleanup.HowEnded(p.Cmd.ProcessState)))
+	deaths.mu.Unlock()
 }
 
 // Start forks the daemon. It returns the process whenever one was
@@ -74,6 +113,7 @@ func Start(s Spec) (*Process, error) {
 		return nil, err
 	}
 	p.waited = waited
+	go p.watch()
 	return p, err
 }
 
@@ -111,6 +151,7 @@ func (p *Process) Tail() string {
 // Stop ends the daemon by its PID, SIGTERM first and SIGKILL once grace
 // has passed, and drops its record.
 func (p *Process) Stop(grace time.Duration) error {
+	p.stopping.Store(true)
 	cleanup.StopDaemon(p.Cmd.Process, p.waited, grace)
 	return cleanup.ForgetDaemon(p.spec.Token, p.spec.Record)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,9 +164,31 @@ func (d *nativeDriver) Traffic(ctx context.Context, c model.Case, dur time.Durat
 	}
 	results, err := d.runClients(ctx, c, spec)
 	if err != nil {
-		return nil, err
+		return nil, d.nameDeaths(err)
 	}
-	return func(ctx context.Context) (measure.Exchange, error) { return d.gather(ctx, c, spec, results) }, nil
+	return func(ctx context.Context) (measure.Exchange, error) {
+		x, err := d.gather(ctx, c, spec, results)
+		return x, d.nameDeaths(err)
+	}, nil
+}
+
+// nameDeaths adds to an error the engines of the path that have ended: a
+// server engine killed mid-sample shows in its client's error only as a
+// reset connection.
+func (d *nativeDriver) nameDeaths(err error) error {
+	if err == nil {
+		return nil
+	}
+	var died []string
+	for _, e := range append(slices.Clip(d.servers), d.clients...) {
+		if ended := e.Ended(); ended != "" && !strings.Contains(err.Error(), ended) {
+			died = append(died, ended)
+		}
+	}
+	if len(died) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(died, "; "))
 }
 
 // clientResult is one client endpoint's part of an exchange.
@@ -201,7 +225,7 @@ func (d *nativeDriver) Prepare(ctx context.Context, c model.Case, dur time.Durat
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return d.nameDeaths(err)
 	}
 	d.ready = specs
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"cnbench/internal/driver"
@@ -320,7 +321,12 @@ func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 			t.err = errors.Join(t.err, t.drv.Stop())
 		}
 	}
+	// A daemon that died (a dockerd, an ovs-vswitchd) shows in a case's
+	// error only as what failed to talk to it, then or on removing the
+	// path; name it.
+	died := map[*site.Path][]string{}
 	for _, p := range paths {
+		died[p] = p.Deaths()
 		closeErr := p.Close()
 		if closeErr == nil {
 			continue
@@ -329,6 +335,11 @@ func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 			if t.path == p && t.drv != nil {
 				t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
 			}
+		}
+	}
+	for _, t := range turns {
+		if d := died[t.path]; t.err != nil && len(d) > 0 {
+			t.err = fmt.Errorf("%w (%s)", t.err, strings.Join(d, "; "))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package site
 
 import (
+	"cnbench/internal/daemon"
 	"context"
 	"errors"
 	"net/netip"
@@ -59,10 +60,11 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 		e.give(tok)
 		return nil, err
 	}
-	pa.Published = published
+	pa.Published, pa.Token = published, tok
 	pa.expose = func(s Site, port int) (netip.AddrPort, error) { return m.Expose(s.Endpoint(), port) }
 	pa.close = func() error {
 		err := errors.Join(closeSites(pa.Servers, pa.Clients), t.Close())
+		daemon.Deaths(tok) // the token is used again: its deaths stay with this path
 		e.give(tok)
 		return err
 	}

@@ -14,6 +14,8 @@ type Engine struct {
 	stop func(grace time.Duration)
 	// describe adds what the engine said on stderr to an error.
 	describe func(error) error
+	// ended says how the engine ended, or "" while it runs.
+	ended func() string
 }
 
 // Stop asks the engine to quit and ends it if it has not within a
@@ -33,6 +35,15 @@ func (e *Engine) Describe(err error) error {
 	return e.describe(err)
 }
 
+// Ended says how the engine ended ("... (pid N) was killed by SIGKILL"),
+// or "" while it runs or where that is not known.
+func (e *Engine) Ended() string {
+	if e == nil || e.ended == nil {
+		return ""
+	}
+	return e.ended()
+}
+
 // engineOfProc is an engine that is a process started here: it quits
 // when asked, or when its stdin closes, and is killed past the grace.
 func engineOfProc(c *engine.Client, p *Proc) *Engine {
@@ -43,5 +54,6 @@ func engineOfProc(c *engine.Client, p *Proc) *Engine {
 			p.StopWithin(grace)
 		},
 		describe: p.Describe,
+		ended:    p.Ended,
 	}
 }

@@ -1,6 +1,8 @@
 package site
 
 import (
+	"cnbench/internal/daemon"
+	"cnbench/internal/netns"
 	"context"
 	"errors"
 	"net/netip"
@@ -22,8 +24,11 @@ type Path struct {
 	// ServerNode and ClientNode name the machines or cluster nodes the
 	// first server and client run on; empty on this machine.
 	ServerNode, ClientNode string
-	expose                 func(s Site, port int) (netip.AddrPort, error)
-	close                  func() error
+	// Token names what the path's network is made of, where cnbench
+	// built it on this machine; empty elsewhere.
+	Token  netns.Token
+	expose func(s Site, port int) (netip.AddrPort, error)
+	close  func() error
 }
 
 // Server and Client are the path's first server and client.
@@ -42,6 +47,15 @@ func (p *Path) OnThisMachine() bool {
 		}
 	}
 	return true
+}
+
+// Deaths returns, and forgets, the daemons of the path's network that
+// ended by themselves (see daemon.Deaths).
+func (p *Path) Deaths() []string {
+	if p.Token == "" {
+		return nil
+	}
+	return daemon.Deaths(p.Token)
 }
 
 // Expose publishes port of server s as the mode does and returns the

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cnbench/internal/cleanup"
 )
 
 // Proc is a process started in a site.
@@ -77,15 +79,57 @@ func (p *Proc) StopWithin(grace time.Duration) {
 	}
 }
 
-// Describe adds what the process said on stderr to an error.
+// describeWait is how long Describe waits for a process to be seen
+// ending: a failed write to a process that was just killed comes back as
+// soon as its pipe closes, a moment before its exit status is known.
+const describeWait = 200 * time.Millisecond
+
+// Describe adds to an error how the process ended, if it has (a process
+// that fails to answer has often died: "was killed by SIGKILL" says so
+// where "file already closed" does not), and what it said on stderr.
 func (p *Proc) Describe(err error) error {
 	if p == nil {
 		return err
 	}
-	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
-		return fmt.Errorf("%w (%s in %s said: %s)", err, p.Cmd.Args[0], p.where, msg)
+	var notes []string
+	if ended := p.ended(describeWait); ended != "" {
+		notes = append(notes, fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, ended))
 	}
-	return err
+	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
+		notes = append(notes, fmt.Sprintf("%s in %s said: %s", p.Cmd.Args[0], p.where, msg))
+	}
+	if len(notes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(notes, "; "))
+}
+
+// Ended says how the process ended, as Describe does, or "" while it
+// runs.
+func (p *Proc) Ended() string {
+	if ended := p.ended(0); ended != "" {
+		return fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, ended)
+	}
+	return ""
+}
+
+// ended waits up to limit for the process to end and says how it did, or
+// returns "" if it is still running.
+func (p *Proc) ended(limit time.Duration) string {
+	if limit <= 0 {
+		select {
+		case <-p.waited:
+		default:
+			return ""
+		}
+	} else {
+		select {
+		case <-p.waited:
+		case <-time.After(limit):
+			return ""
+		}
+	}
+	return cleanup.HowEnded(p.Cmd.ProcessState)
 }
 
 // limitedBuffer keeps the first max bytes written to it.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -155,6 +156,14 @@ func (t *Topology) Close() error {
 		h.Close()
 	}
 	t.handles = nil
+	// What the closers stopped is gone; what is left was started by
+	// something that died first: containerd's shims outlive a dockerd
+	// killed mid-sample, and would keep the namespace alive unnamed.
+	names := make([]string, len(t.namespaces))
+	for i, ns := range t.namespaces {
+		names[i] = ns.Name
+	}
+	netns.EndOccupants(names, 2*time.Second)
 	for i := len(t.namespaces) - 1; i >= 0; i-- {
 		errs = append(errs, t.namespaces[i].Delete())
 	}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"cnbench/internal/model"
+	"cnbench/internal/store"
+	"cnbench/internal/testutil"
+)
+
+// faultsScenario runs one case per mode in order, each long enough for a
+// process to be killed in its second sample.
+const faultsScenario = `name: faults
+duration: 2s
+warmup: 0s
+samples: 3
+modes: [bridge, docker:bridge, ovs, veth]
+topologies: [chc]
+workloads: [tcp_stream]
+`
+
+// faultVictims says, by case number, which process of the run the test
+// kills during the case's second sample: an engine, the case's private
+// dockerd, its ovs-vswitchd. The fourth case is left alone.
+var faultVictims = map[int]string{1: "engine", 2: "dockerd", 3: "ovs-vswitchd"}
+
+var sampleLine = regexp.MustCompile(`^\[(\d+)/\d+\]\s+sample 2/`)
+
+// TestFaultsMidSample kills, with SIGKILL, an engine, a private dockerd
+// and an ovs-vswitchd while their cases measure. Each case is recorded
+// failed with a reason that names what died, by name and PID; the run
+// goes on, and its last case is ok; `cnbench cleanup` then finds nothing
+// of cnbench's, and the machine is as before. Before, the reasons were
+// "write |1: file already closed", "Cannot connect to the Docker daemon"
+// and "i/o timeout", and the killed dockerd's containerd shims outlived
+// the run and its cleanup.
+func TestFaultsMidSample(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tool := range []string{"dockerd", "ovs-vswitchd", "ovsdb-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	before, shims := snapshot(t, bin), cnbenchShims()
+	file, db := filepath.Join(dir, "faults.yaml"), filepath.Join(dir, "faults.db")
+	if err := os.WriteFile(file, []byte(faultsScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", file, "--db", db, "--order", "sequential", "--pairing", "off")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	killed := map[int]int{} // case number: PID
+	var said strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		said.WriteString(sc.Text() + "\n")
+		m := sampleLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		victim, ok := faultVictims[n]
+		if !ok || killed[n] != 0 {
+			continue
+		}
+		pid := descendant(cmd.Process.Pid, victim)
+		if pid == 0 {
+			t.Fatalf("case %d: no %s of the run to kill:\n%s", n, victim, said.String())
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed[n] = pid
+	}
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("run: %v (exit %d), want exit 1 for failed cases:\n%s", err, code, said.String())
+	}
+
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(1)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cases) != 4 {
+		t.Fatalf("%d cases, want 4", len(res.Cases))
+	}
+	for i, c := range res.Cases {
+		n := i + 1
+		victim, hit := faultVictims[n]
+		switch {
+		case !hit && c.Status != model.StatusOK:
+			t.Errorf("case %d (%s), nothing killed: %s %s", n, c.Mode, c.Status, c.Reason)
+		case hit && c.Status != model.StatusFailed:
+			t.Errorf("case %d (%s), %s killed: %s, want failed", n, c.Mode, victim, c.Status)
+		case hit:
+			want := fmt.Sprintf("(pid %d) was killed by SIGKILL", killed[n])
+			if !strings.Contains(c.Reason, want) || (victim != "engine" && !strings.Contains(c.Reason, victim+" in ")) {
+				t.Errorf("case %d (%s), %s %d killed: the reason does not name it: %s", n, c.Mode, victim, killed[n], c.Reason)
+			}
+		}
+	}
+	out, err := exec.Command(bin, "cleanup").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "nothing to clean up") {
+		t.Errorf("cleanup after the run: %v\n%s", err, out)
+	}
+	requireSame(t, "after the faults", before, snapshot(t, bin))
+	for pid, args := range cnbenchShims() {
+		if _, old := shims[pid]; !old {
+			t.Errorf("a containerd shim of cnbench's outlived the run and its cleanup: %d %s", pid, args)
+		}
+	}
+}
+
+// descendant finds a process below pid: an engine, or one named comm.
+func descendant(pid int, comm string) int {
+	procs := processes()
+	parents := map[int]int{}
+	for _, p := range procs {
+		parents[p.pid] = p.ppid
+	}
+	below := func(p int) bool {
+		for p > 1 {
+			if p = parents[p]; p == pid {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range procs {
+		if below(p.pid) && ((comm == "engine" && p.isEngine()) || p.comm == comm) {
+			return p.pid
+		}
+	}
+	return 0
+}
+
+// cnbenchShims finds the containerd shims that serve a namespace of
+// cnbench's containerds.
+func cnbenchShims() map[int]string {
+	out := map[int]string{}
+	for _, p := range processes() {
+		args := strings.Join(p.argv, " ")
+		if strings.Contains(args, "containerd-shim") && strings.Contains(args, "-namespace cnb-") {
+			out[p.pid] = args
+		}
+	}
+	return out
+}
