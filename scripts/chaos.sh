@@ -17,12 +17,21 @@
 #                           the finished run is ok with its full count of
 #                           samples, or skipped
 #
+# Then it kills, at random moments of another run, FAULTS (default 6) of
+# the processes that run depends on rather than cnbench itself: engines,
+# private dockerds, ovs-vswitchd and ovsdb-server, picked at random. That
+# run must end by itself (exit 0, or 1 for failed cases), and every case
+# it failed must name what was killed ("... was killed by SIGKILL"):
+#
+#   unnamed failures        must be 0
+#
 # Usage: sudo scripts/chaos.sh            (KILLS=N for more than 24 kills)
 # Needs root, go, jq, ip and nft. It only ever kills the cnbench processes
 # it started itself, by PID.
 set -euo pipefail
 
 KILLS=${KILLS:-24}
+FAULTS=${FAULTS:-6}
 SEED=${SEED:-$RANDOM}
 RANDOM=$SEED
 
@@ -58,6 +67,8 @@ state() {
 	{ ls /run/cnbench/daemons 2>/dev/null || true; } | sed 's/^/daemon /'
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/exe" 2>/dev/null)" = "$bin" ] && echo "process ${p#/proc/}"
+		# containerd shims of cnbench's private dockerds
+		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q 'containerd-shim.*-namespace cnb-' && echo "process ${p#/proc/} shim"
 	done
 	true
 }
@@ -185,6 +196,62 @@ for id in "${runs[@]}"; do
 done
 "$bin" cleanup >/dev/null
 
+# Faults: kill what a run depends on, not the run itself.
+cat >"$work/faults.yaml" <<'EOF'
+name: chaos-faults
+duration: 1s
+warmup: 0s
+samples: 3
+modes: [bridge, nat, docker:bridge, ovs]
+topologies: [chc]
+workloads: [tcp_stream, tcp_rr]
+EOF
+
+# victims lists "PID COMM" of the processes below $1 that a fault may
+# kill: engines and the daemons cnbench starts.
+victims() {
+	ps -e -o pid=,ppid=,comm=,args= | awk -v root="$1" '
+		{ parent[$1] = $2; comm[$1] = $3; engine[$1] = ($5 == "engine") }
+		END {
+			for (p in parent) {
+				q = p
+				while (q in parent && q != root && q > 1) q = parent[q]
+				if (q != root || p == root) continue
+				if (engine[p] || comm[p] ~ /^(dockerd|ovs-vswitchd|ovsdb-server)$/) print p, (engine[p] ? "engine" : comm[p])
+			}
+		}'
+}
+
+faultdb=$work/faults.db
+"$bin" run "$work/faults.yaml" --db "$faultdb" --pairing off --format json >/dev/null 2>"$work/faults.log" &
+pid=$!
+faults=0
+: >"$work/victims"
+while [ "$faults" -lt "$FAULTS" ] && kill -0 "$pid" 2>/dev/null; do
+	ms 1500 5000
+	mapfile -t cands < <(victims "$pid")
+	[ "${#cands[@]}" -eq 0 ] && continue
+	v=${cands[RANDOM % ${#cands[@]}]}
+	if kill -KILL "${v%% *}" 2>/dev/null; then
+		faults=$((faults + 1))
+		echo "$v" >>"$work/victims"
+	fi
+done
+set +e
+wait "$pid"
+faultrc=$?
+set -e
+sed -n 's/.*, token \([0-9a-z]*\)$/\1/p' "$work/faults.log" >>"$work/tokens"
+"$bin" cleanup >/dev/null
+"$bin" export 1 --db "$faultdb" -o "$work/faults.json" 2>/dev/null
+unnamed=$(jq '[.cases[] | select(.status == "failed") | select(.reason | test("was killed by SIG|exited with status") | not)] | length' "$work/faults.json")
+failed=$(jq '[.cases[] | select(.status == "failed")] | length' "$work/faults.json")
+if [ "$faultrc" -ne 0 ] && [ "$faultrc" -ne 1 ]; then
+	echo "chaos: the fault run exited $faultrc:" >&2
+	tail -n 20 "$work/faults.log" >&2
+	unnamed=$((unnamed + 1))
+fi
+
 # Leaks: objects that are new since the start. A cnb- object whose token
 # is not one of ours belongs to another cnbench running on this machine
 # at the same time, and is not counted.
@@ -233,10 +300,14 @@ chaos summary (seed $SEED, work files in $work)
   leaked processes       $(count process)
   lost samples           $lost
   incomplete cases       $incomplete
+  faults (SIGKILL)       $faults: $(awk '{print $2}' "$work/victims" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep = ", "}')
+  failed cases           $failed of $(jq '.cases | length' "$work/faults.json"), exit $faultrc
+  unnamed failures       $unnamed
 EOF
-if [ -s "$work/leaks" ] || [ "$lost" -ne 0 ] || [ "$incomplete" -ne 0 ]; then
+if [ -s "$work/leaks" ] || [ "$lost" -ne 0 ] || [ "$incomplete" -ne 0 ] || [ "$unnamed" -ne 0 ]; then
 	echo "FAIL" >&2
 	cat "$work/leaks" "$work/lost" 2>/dev/null >&2 || true
+	jq -r '.cases[] | select(.status == "failed") | "\(.key): \(.reason)"' "$work/faults.json" >&2 || true
 	exit 1
 fi
 echo "PASS"

@@ -323,25 +323,28 @@ func iperf3OnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { server.Process.Kill(); server.Wait() }()
-	var out []byte
-	var err error
-	for range 50 {
-		// A client that comes before the server listens is refused.
-		out, err = exec.Command("iperf3", "--client", "127.0.0.1", "--port", "5399", "--time", "2", "--json").Output()
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	var res struct {
 		End struct {
 			SumReceived struct{ Bytes int64 } `json:"sum_received"`
 		} `json:"end"`
+		Error string `json:"error"`
 	}
-	if err == nil {
-		err = json.Unmarshal(out, &res)
+	var out []byte
+	var err error
+	for range 50 {
+		// A client that comes before the server listens is refused,
+		// which iperf3 3.12 reports in its JSON with exit status 0.
+		out, err = exec.Command("iperf3", "--client", "127.0.0.1", "--port", "5399", "--time", "2", "--json").Output()
+		res.Error, res.End.SumReceived.Bytes = "", 0
+		if err == nil {
+			err = json.Unmarshal(out, &res)
+		}
+		if err == nil && res.Error == "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil || res.End.SumReceived.Bytes == 0 {
+	if err != nil || res.Error != "" || res.End.SumReceived.Bytes == 0 {
 		t.Errorf("iperf3 on loopback received %d bytes (%v):\n%s", res.End.SumReceived.Bytes, err, out)
 	}
 }

@@ -35,6 +35,7 @@ func vocabulary() scenario.Vocabulary {
 		Topologies: topo.Kinds,
 		Workloads:  workload.Names(),
 		Engines:    driver.Names(),
+		SharesHost: topo.SharesHost,
 	}
 }
 

@@ -110,6 +110,10 @@ const (
 	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
 )
 
+// MaxEndpointsPerHost bounds the endpoints on one emulated host (or VM
+// guest), which numbers them in a /24.
+const MaxEndpointsPerHost = 250
+
 // Endpoints are how many server and client endpoints p's pattern places.
 func (p Params) Endpoints() (servers, clients int) {
 	clients = max(1, p.Clients)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"cnbench/internal/model"
-	"cnbench/internal/topo"
 	"cnbench/internal/workload"
 )
 
@@ -14,12 +13,16 @@ import (
 // or "flows") and the message, or "" when the variant fits in every
 // topology given; the run applies the same bounds, so a case that
 // passes here is not refused for its size once its network is built.
-func limitMessage(typ string, p model.Params, topologies []Topology) (key, msg string) {
+func limitMessage(typ string, p model.Params, topologies []Topology, sharesHost func(string) bool) (key, msg string) {
 	servers, clients := p.Endpoints()
 	for _, t := range topologies {
-		if n := topo.EndpointsOnOneHost(t.Name, servers, clients); n > topo.MaxEndpointsPerHost {
+		n := max(servers, clients)
+		if sharesHost == nil || sharesHost(t.Name) {
+			n = servers + clients
+		}
+		if n > model.MaxEndpointsPerHost {
 			return "clients", fmt.Sprintf("%s with %s and %s puts %d endpoints on one host in topology %s; a host holds at most %d",
-				patternName(p), count(clients, "client"), count(servers, "server"), n, t.Name, topo.MaxEndpointsPerHost)
+				patternName(p), count(clients, "client"), count(servers, "server"), n, t.Name, model.MaxEndpointsPerHost)
 		}
 	}
 	row := workload.Get(typ)
@@ -56,10 +59,10 @@ func patternName(p model.Params) string {
 
 // checkLimits reports each workload's first variant that does not fit,
 // at the path where returns for workload i.
-func checkLimits(s *Spec, report func(i int, key, msg string)) {
+func checkLimits(s *Spec, sharesHost func(string) bool, report func(i int, key, msg string)) {
 	for i, w := range s.Workloads {
 		for _, params := range w.variants() {
-			if key, msg := limitMessage(w.Type, params, s.Topologies); msg != "" {
+			if key, msg := limitMessage(w.Type, params, s.Topologies, sharesHost); msg != "" {
 				report(i, key, msg)
 				break
 			}

@@ -557,7 +557,7 @@ func (p *parser) checkMatrix(s *Spec, workloadItems []item) {
 		p.report(nil, "", s.matrixMessage(n))
 		return
 	}
-	checkLimits(s, func(i int, key, msg string) {
+	checkLimits(s, p.vocab.SharesHost, func(i int, key, msg string) {
 		it := workloadItems[i]
 		p.report(it.node, joinPath(it.path, key), msg)
 	})

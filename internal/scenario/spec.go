@@ -90,6 +90,10 @@ type Workload struct {
 // keeps this package free of anything that touches the network.
 type Vocabulary struct {
 	Modes, Topologies, Workloads, Engines []string
+	// SharesHost reports whether a topology puts servers and clients on
+	// one host, for the bound on endpoints per host; nil takes every
+	// topology to, which never passes a case the run would refuse.
+	SharesHost func(topology string) bool
 }
 
 const (

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"cnbench/internal/model"
 	"net/netip"
 )
 
@@ -68,16 +69,13 @@ func OverlayAddr(host, n int) netip.Addr {
 }
 
 // MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
-const MaxEndpointsPerHost = 250
+const MaxEndpointsPerHost = model.MaxEndpointsPerHost
 
-// EndpointsOnOneHost is the most endpoints a topology of this kind puts
-// on one host (or guest) for servers and clients: both counts where the
-// two sides share one, the larger where each has its own.
-func EndpointsOnOneHost(kind string, servers, clients int) int {
-	if l, ok := vmLayouts[kind]; kind == CHC || (ok && l.server == l.client) {
-		return servers + clients
-	}
-	return max(servers, clients)
+// SharesHost reports whether a topology of this kind puts its servers and
+// clients on one host (or guest), whose endpoints they then all are.
+func SharesHost(kind string) bool {
+	l, ok := vmLayouts[kind]
+	return kind == CHC || (ok && l.server == l.client)
 }
 
 // Addressing is where a mode's endpoints take their addresses from.
