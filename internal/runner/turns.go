@@ -326,8 +326,8 @@ func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 	// path; name it.
 	died := map[*site.Path][]string{}
 	for _, p := range paths {
-		died[p] = p.Deaths()
 		closeErr := p.Close()
+		died[p] = p.Deaths()
 		if closeErr == nil {
 			continue
 		}

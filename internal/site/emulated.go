@@ -44,6 +44,9 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	if err != nil {
 		return nil, err
 	}
+	// Tokens are used again: deaths of an earlier path's daemons that no
+	// case took up are not this path's.
+	daemon.Deaths(tok)
 	t, err := topo.Build(c.Topology, tok, plan.Opts)
 	if err != nil {
 		e.give(tok)
@@ -64,7 +67,6 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	pa.expose = func(s Site, port int) (netip.AddrPort, error) { return m.Expose(s.Endpoint(), port) }
 	pa.close = func() error {
 		err := errors.Join(closeSites(pa.Servers, pa.Clients), t.Close())
-		daemon.Deaths(tok) // the token is used again: its deaths stay with this path
 		e.give(tok)
 		return err
 	}
