@@ -133,7 +133,8 @@ func TestFaultsMidSample(t *testing.T) {
 	}
 }
 
-// descendant finds a process below pid: an engine, or one named comm.
+// descendant finds a process below pid: an engine, or one named comm;
+// the newest, if there are several.
 func descendant(pid int, comm string) int {
 	procs := processes()
 	parents := map[int]int{}
@@ -148,12 +149,16 @@ func descendant(pid int, comm string) int {
 		}
 		return false
 	}
+	// The newest: of a case's two engines the client's, started after
+	// its server's, whose death ends the sample at once; a client whose
+	// server dies waits out its socket's timeout.
+	found := 0
 	for _, p := range procs {
 		if below(p.pid) && ((comm == "engine" && p.isEngine()) || p.comm == comm) {
-			return p.pid
+			found = max(found, p.pid)
 		}
 	}
-	return 0
+	return found
 }
 
 // cnbenchShims finds the containerd shims that serve a namespace of
