@@ -64,6 +64,29 @@ type Process struct {
 var deaths struct {
 	mu    sync.Mutex
 	byRun map[netns.Token][]string
+	// signal is closed at a network's first death, until Deaths.
+	signal map[netns.Token]chan struct{}
+}
+
+// signalOf is the channel of token's network; deaths.mu is held.
+func signalOf(tok netns.Token) chan struct{} {
+	if deaths.signal == nil {
+		deaths.signal = map[netns.Token]chan struct{}{}
+	}
+	ch, ok := deaths.signal[tok]
+	if !ok {
+		ch = make(chan struct{})
+		deaths.signal[tok] = ch
+	}
+	return ch
+}
+
+// Died is closed once a daemon of token's network has ended by itself,
+// until Deaths reports it.
+func Died(tok netns.Token) <-chan struct{} {
+	deaths.mu.Lock()
+	defer deaths.mu.Unlock()
+	return signalOf(tok)
 }
 
 // Deaths returns, and forgets, the daemons of token's network that ended
@@ -75,6 +98,7 @@ func Deaths(tok netns.Token) []string {
 	defer deaths.mu.Unlock()
 	out := deaths.byRun[tok]
 	delete(deaths.byRun, tok)
+	delete(deaths.signal, tok)
 	return out
 }
 
@@ -90,6 +114,9 @@ func (p *Process) watch() {
 	}
 	tok := p.spec.Token
 	deaths.byRun[tok] = append(deaths.byRun[tok], fmt.Sprintf("%s in %s %s", p.Name, p.spec.NS.Name, cleanup.HowEnded(p.Cmd.ProcessState)))
+	if ch := signalOf(tok); len(deaths.byRun[tok]) == 1 {
+		close(ch)
+	}
 	deaths.mu.Unlock()
 }
 

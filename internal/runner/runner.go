@@ -350,10 +350,40 @@ func (r *Runner) warmUp(ctx context.Context, drv driver.Driver, p *site.Path, c 
 		return nil
 	}
 	r.prog.Phase(c, "warm-up")
-	if _, err := measure.Take(ctx, drv, p, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
+	if _, err := takeOnPath(ctx, drv, p, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
+}
+
+// errDaemonDied ends a sample whose network lost a daemon; the case's
+// reason then names the daemon (endTurns).
+var errDaemonDied = errors.New("stopped: a daemon of the case's network died")
+
+// takeOnPath takes a sample, ending it as soon as a daemon of the path's
+// network dies: with ovs-vswitchd gone, a client waited out its socket's
+// 60 s timeout before its case failed.
+func takeOnPath(ctx context.Context, drv driver.Driver, p *site.Path, c model.Case, d time.Duration) (model.Sample, error) {
+	died := p.Died()
+	if died == nil {
+		return measure.Take(ctx, drv, p, c, d)
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-died:
+			cancel(errDaemonDied)
+		case <-done:
+		}
+	}()
+	s, err := measure.Take(sctx, drv, p, c, d)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errDaemonDied) {
+		err = errDaemonDied
+	}
+	return s, err
 }
 
 // takeSample takes and stores the case's next sample, appending it to
@@ -376,7 +406,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path
 	var s model.Sample
 	for {
 		var err error
-		s, err = measure.Take(ctx, drv, p, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+		s, err = takeOnPath(ctx, drv, p, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
 		if err != nil {
 			return false, fmt.Errorf("sample %d: %w", i+1, err)
 		}

@@ -58,6 +58,15 @@ func (p *Path) Deaths() []string {
 	return daemon.Deaths(p.Token)
 }
 
+// Died is closed once a daemon of the path's network has ended by
+// itself; nil (never closed) where cnbench did not build the network.
+func (p *Path) Died() <-chan struct{} {
+	if p.Token == "" {
+		return nil
+	}
+	return daemon.Died(p.Token)
+}
+
 // Expose publishes port of server s as the mode does and returns the
 // address clients dial.
 func (p *Path) Expose(s Site, port int) (netip.AddrPort, error) { return p.expose(s, port) }
