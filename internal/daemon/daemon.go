@@ -59,26 +59,30 @@ type Process struct {
 	stopping atomic.Bool
 }
 
-// deaths are, by run token, the daemons that ended before cnbench
-// stopped them, until Deaths reports them.
-var deaths struct {
-	mu    sync.Mutex
-	byRun map[netns.Token][]string
-	// signal is closed at a network's first death, until Deaths.
-	signal map[netns.Token]chan struct{}
+// networkDeaths are the daemons of one network that ended before cnbench
+// stopped them; died is closed at the first.
+type networkDeaths struct {
+	list []string
+	died chan struct{}
 }
 
-// signalOf is the channel of token's network; deaths.mu is held.
-func signalOf(tok netns.Token) chan struct{} {
-	if deaths.signal == nil {
-		deaths.signal = map[netns.Token]chan struct{}{}
+// deaths are the networks' deaths by run token, until Deaths reports them.
+var deaths struct {
+	mu    sync.Mutex
+	byRun map[netns.Token]*networkDeaths
+}
+
+// deathsOf is token's record, made if need be; deaths.mu is held.
+func deathsOf(tok netns.Token) *networkDeaths {
+	if deaths.byRun == nil {
+		deaths.byRun = map[netns.Token]*networkDeaths{}
 	}
-	ch, ok := deaths.signal[tok]
-	if !ok {
-		ch = make(chan struct{})
-		deaths.signal[tok] = ch
+	d := deaths.byRun[tok]
+	if d == nil {
+		d = &networkDeaths{died: make(chan struct{})}
+		deaths.byRun[tok] = d
 	}
-	return ch
+	return d
 }
 
 // Died is closed once a daemon of token's network has ended by itself,
@@ -86,7 +90,7 @@ func signalOf(tok netns.Token) chan struct{} {
 func Died(tok netns.Token) <-chan struct{} {
 	deaths.mu.Lock()
 	defer deaths.mu.Unlock()
-	return signalOf(tok)
+	return deathsOf(tok).died
 }
 
 // Deaths returns, and forgets, the daemons of token's network that ended
@@ -96,10 +100,12 @@ func Died(tok netns.Token) <-chan struct{} {
 func Deaths(tok netns.Token) []string {
 	deaths.mu.Lock()
 	defer deaths.mu.Unlock()
-	out := deaths.byRun[tok]
+	d := deaths.byRun[tok]
 	delete(deaths.byRun, tok)
-	delete(deaths.signal, tok)
-	return out
+	if d == nil {
+		return nil
+	}
+	return d.list
 }
 
 // watch notes the daemon's death if it ends before it is stopped.
@@ -109,15 +115,12 @@ func (p *Process) watch() {
 		return
 	}
 	deaths.mu.Lock()
-	if deaths.byRun == nil {
-		deaths.byRun = map[netns.Token][]string{}
+	defer deaths.mu.Unlock()
+	d := deathsOf(p.spec.Token)
+	if len(d.list) == 0 {
+		close(d.died)
 	}
-	tok := p.spec.Token
-	deaths.byRun[tok] = append(deaths.byRun[tok], fmt.Sprintf("%s in %s %s", p.Name, p.spec.NS.Name, cleanup.HowEnded(p.Cmd.ProcessState)))
-	if ch := signalOf(tok); len(deaths.byRun[tok]) == 1 {
-		close(ch)
-	}
-	deaths.mu.Unlock()
+	d.list = append(d.list, fmt.Sprintf("%s in %s %s", p.Name, p.spec.NS.Name, cleanup.HowEnded(p.Cmd.ProcessState)))
 }
 
 // Start forks the daemon. It returns the process whenever one was

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"cnbench/internal/workload"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"cnbench/internal/workload"
 )
 
 const (

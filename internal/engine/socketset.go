@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"cnbench/internal/workload"
-
 	"errors"
 	"fmt"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"cnbench/internal/workload"
 )
 
 // maxLiveSockets bounds the data sockets of one engine; scenarios are

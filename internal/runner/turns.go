@@ -324,22 +324,19 @@ func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 	// A daemon that died (a dockerd, an ovs-vswitchd) shows in a case's
 	// error only as what failed to talk to it, then or on removing the
 	// path; name it.
-	died := map[*site.Path][]string{}
 	for _, p := range paths {
 		closeErr := p.Close()
-		died[p] = p.Deaths()
-		if closeErr == nil {
-			continue
-		}
+		died := p.Deaths()
 		for _, t := range turns {
-			if t.path == p && t.drv != nil {
+			if t.path != p {
+				continue
+			}
+			if closeErr != nil && t.drv != nil {
 				t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
 			}
-		}
-	}
-	for _, t := range turns {
-		if d := died[t.path]; t.err != nil && len(d) > 0 {
-			t.err = fmt.Errorf("%w (%s)", t.err, strings.Join(d, "; "))
+			if t.err != nil && len(died) > 0 {
+				t.err = fmt.Errorf("%w (%s)", t.err, strings.Join(died, "; "))
+			}
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package site
 
 import (
-	"cnbench/internal/daemon"
 	"context"
 	"errors"
 	"net/netip"
@@ -10,6 +9,7 @@ import (
 
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cpu"
+	"cnbench/internal/daemon"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"

@@ -1,14 +1,14 @@
 package site
 
 import (
-	"cnbench/internal/daemon"
-	"cnbench/internal/netns"
 	"context"
 	"errors"
 	"net/netip"
 	"slices"
 
+	"cnbench/internal/daemon"
 	"cnbench/internal/model"
+	"cnbench/internal/netns"
 )
 
 // Path is what a case measures: every endpoint its pattern places, and

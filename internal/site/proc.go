@@ -92,8 +92,8 @@ func (p *Proc) Describe(err error) error {
 		return err
 	}
 	var notes []string
-	if ended := p.ended(describeWait); ended != "" {
-		notes = append(notes, fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, ended))
+	if ended := p.endedWithin(describeWait); ended != "" {
+		notes = append(notes, ended)
 	}
 	if msg := strings.TrimSpace(p.stderr.String()); msg != "" {
 		notes = append(notes, fmt.Sprintf("%s in %s said: %s", p.Cmd.Args[0], p.where, msg))
@@ -106,30 +106,24 @@ func (p *Proc) Describe(err error) error {
 
 // Ended says how the process ended, as Describe does, or "" while it
 // runs.
-func (p *Proc) Ended() string {
-	if ended := p.ended(0); ended != "" {
-		return fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, ended)
-	}
-	return ""
-}
+func (p *Proc) Ended() string { return p.endedWithin(0) }
 
-// ended waits up to limit for the process to end and says how it did, or
-// returns "" if it is still running.
-func (p *Proc) ended(limit time.Duration) string {
-	if limit <= 0 {
+// endedWithin waits up to limit for the process to end and says how it
+// did ("ovs-vswitchd in cnb-1a2b-h1 (pid 123) was killed by SIGKILL"),
+// or returns "" if it is still running.
+func (p *Proc) endedWithin(limit time.Duration) string {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-p.waited:
+	case <-timer.C:
 		select {
-		case <-p.waited:
+		case <-p.waited: // both were ready
 		default:
 			return ""
 		}
-	} else {
-		select {
-		case <-p.waited:
-		case <-time.After(limit):
-			return ""
-		}
 	}
-	return cleanup.HowEnded(p.Cmd.ProcessState)
+	return fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, cleanup.HowEnded(p.Cmd.ProcessState))
 }
 
 // limitedBuffer keeps the first max bytes written to it.

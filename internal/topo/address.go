@@ -1,8 +1,9 @@
 package topo
 
 import (
-	"cnbench/internal/model"
 	"net/netip"
+
+	"cnbench/internal/model"
 )
 
 // cnbench numbers everything from 198.18.0.0/15, the range RFC 2544
