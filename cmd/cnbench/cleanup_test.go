@@ -118,6 +118,17 @@ func requireSame(t *testing.T, when string, before, after systemState) {
 	}
 }
 
+// writeScenario writes a scenario file named name in dir and returns its
+// path.
+func writeScenario(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 const cleanupScenario = `
 name: cleanup
 duration: 1s
@@ -132,10 +143,7 @@ workloads: [tcp_stream]
 // reports its first sample under way, so a signal lands mid-measurement.
 func startRun(t *testing.T, bin, dir string) (*exec.Cmd, <-chan error) {
 	t.Helper()
-	file := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(file, []byte(cleanupScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "s.yaml", cleanupScenario)
 	cmd := exec.Command(bin, "run", file, "--db", filepath.Join(dir, "r.db"))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -64,10 +64,7 @@ func TestCoexistsOnASharedHost(t *testing.T) {
 	settings := hostSettings(t)
 	firewall := iptablesRules(t)
 
-	file := filepath.Join(dir, "coexist.yaml")
-	if err := os.WriteFile(file, []byte(coexistScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "coexist.yaml", coexistScenario)
 	db := filepath.Join(dir, "coexist.db")
 	run := startLive(t, bin, file, db)
 

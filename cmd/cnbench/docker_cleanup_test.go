@@ -51,10 +51,7 @@ func TestDockerAndCNILeftoversAfterSIGKILL(t *testing.T) {
 // cnbench cleanup and checks that nothing of the run is left.
 func killAndClean(t *testing.T, bin, name string) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(dockerCleanupScenario, "MODE", name, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "s.yaml", strings.Replace(dockerCleanupScenario, "MODE", name, 1))
 	cmd := exec.Command(bin, "run", file, "--db", filepath.Join(dir, "r.db"), "--order", "sequential")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

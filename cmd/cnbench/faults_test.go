@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -53,10 +52,7 @@ func TestFaultsMidSample(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	before, shims := snapshot(t, bin), cnbenchShims()
-	file, db := filepath.Join(dir, "faults.yaml"), filepath.Join(dir, "faults.db")
-	if err := os.WriteFile(file, []byte(faultsScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, db := writeScenario(t, dir, "faults.yaml", faultsScenario), filepath.Join(dir, "faults.db")
 	cmd := exec.Command(bin, "run", file, "--db", db, "--order", "sequential", "--pairing", "off")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

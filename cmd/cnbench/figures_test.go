@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,10 +86,7 @@ type jsonFigures struct {
 func TestReportFiguresRecomputed(t *testing.T) {
 	testutil.RequireRoot(t)
 	dir := t.TempDir()
-	file, db := filepath.Join(dir, "figures.yaml"), filepath.Join(dir, "figures.db")
-	if err := os.WriteFile(file, []byte(figuresScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, db := writeScenario(t, dir, "figures.yaml", figuresScenario), filepath.Join(dir, "figures.db")
 	code, out, stderr := runCLI(t, "run", file, "--db", db, "--quiet", "--order", "sequential")
 	if code != exitOK {
 		t.Fatalf("run: exit %d:\n%s%s", code, out, stderr)

@@ -36,10 +36,7 @@ workloads:
 func TestEveryLimitsBoundaryRuns(t *testing.T) {
 	testutil.RequireRoot(t)
 	dir := t.TempDir()
-	file, db := filepath.Join(dir, "limits.yaml"), filepath.Join(dir, "limits.db")
-	if err := os.WriteFile(file, []byte(limitsScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, db := writeScenario(t, dir, "limits.yaml", limitsScenario), filepath.Join(dir, "limits.db")
 	code, out, stderr := runCLI(t, "run", file, "--db", db, "--quiet", "--order", "sequential")
 	if code != exitOK {
 		t.Fatalf("run: exit %d:\n%s%s", code, out, stderr)

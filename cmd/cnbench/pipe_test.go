@@ -22,10 +22,7 @@ func TestClosedPipeStopsARunCleanly(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	file := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(file, []byte(cleanupScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "s.yaml", cleanupScenario)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -214,10 +214,7 @@ func TestEnginesConfinedAndDieWithRunner(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	file := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(file, []byte(cleanupScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "s.yaml", cleanupScenario)
 	lr := startLive(t, bin, file, filepath.Join(dir, "r.db"))
 	engines := enginesOf(t, lr.cmd.Process.Pid)
 	// The scenario's two modes take turns, each on its path, both up.
@@ -278,10 +275,7 @@ func TestConcurrentRunsAndCleanup(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	file := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(file, []byte(concurrentScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "s.yaml", concurrentScenario)
 	db := filepath.Join(dir, "shared.db")
 	before := snapshot(t, bin)
 
@@ -347,10 +341,7 @@ func TestSecondSignalEndsAtOnce(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	file := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(file, []byte(cleanupScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeScenario(t, dir, "s.yaml", cleanupScenario)
 	lr := startLive(t, bin, file, filepath.Join(dir, "r.db"))
 	lr.cmd.Process.Signal(syscall.SIGINT)
 	lr.cmd.Process.Signal(syscall.SIGTERM)
