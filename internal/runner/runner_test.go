@@ -115,7 +115,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func vocab() scenario.Vocabulary {
-	return scenario.Vocabulary{Modes: modes.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
+	return scenario.Vocabulary{Modes: append(modes.Names(), modes.Patterns()...), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names()}
 }
 
 // TestEveryModeTopologyAndWorkload runs the whole core matrix with short

@@ -156,30 +156,39 @@ func ModeExpected(name string) (bool, string) {
 }
 
 // cniPlugins are the plugin types, IPAM included, of a shipped CNI
-// configuration.
+// configuration, or of the file a name with a slash is.
 func cniPlugins(name string) ([]string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	for !fileExists(filepath.Join(dir, "go.mod")) {
-		if dir == filepath.Dir(dir) {
-			return nil, fmt.Errorf("no go.mod above the working directory")
+	path := name
+	if !strings.Contains(name, "/") {
+		dir, err := os.Getwd()
+		if err != nil {
+			return nil, err
 		}
-		dir = filepath.Dir(dir)
+		for !fileExists(filepath.Join(dir, "go.mod")) {
+			if dir == filepath.Dir(dir) {
+				return nil, fmt.Errorf("no go.mod above the working directory")
+			}
+			dir = filepath.Dir(dir)
+		}
+		path = filepath.Join(dir, "configs", "cni", name+".conflist")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "configs", "cni", name+".conflist"))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	type plugin struct {
+		Type string
+		IPAM struct{ Type string }
 	}
 	var conf struct {
-		Plugins []struct {
-			Type string
-			IPAM struct{ Type string }
-		}
+		plugin
+		Plugins []plugin
 	}
 	if err := json.Unmarshal(b, &conf); err != nil {
 		return nil, err
+	}
+	if conf.Type != "" {
+		conf.Plugins = append(conf.Plugins, conf.plugin)
 	}
 	var types []string
 	for _, p := range conf.Plugins {

@@ -80,11 +80,8 @@ func BuildOnParent(kind string, token netns.Token, opts Options, index, hosts in
 			continue
 		}
 		t.Peers = append(t.Peers, HostAddr(j))
-		if err := addRoute(h, EndpointSubnet(j), HostAddr(j)); err != nil {
-			return t, err
-		}
 	}
-	return t, nil
+	return t, t.RouteEndpoints(endpointSubnets)
 }
 
 // ErrNICLimit marks a host control a machine's real NIC cannot give

@@ -75,16 +75,7 @@ func (t *Topology) buildCHHC() error {
 		}
 	}
 	// Equivalent to: ip route add 198.19.J.0/24 via 198.18.0.J
-	for _, h := range t.Hosts {
-		for _, other := range t.Hosts {
-			if other != h {
-				if err := addRoute(h, EndpointSubnet(other.Index), other.Addr); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+	return t.RouteEndpoints(endpointSubnets)
 }
 
 // buildRouted makes hosts 1 and 2 and a router whose port nicI is cabled
@@ -125,11 +116,8 @@ func (t *Topology) buildRouted() error {
 		if err := addRoute(h, Pool, h.Router); err != nil {
 			return err
 		}
-		if err := addRoute(t.RouterHost, EndpointSubnet(i), h.Addr); err != nil {
-			return err
-		}
 	}
-	return nil
+	return t.RouteEndpoints(endpointSubnets)
 }
 
 func (t *Topology) newHost(i int, addr netip.Addr, segment netip.Prefix, router netip.Addr) (*Host, error) {

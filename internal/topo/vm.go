@@ -159,14 +159,8 @@ func (t *Topology) buildVM() error {
 			Segment: on.Segment, GuestOn: on})
 	}
 	machines := append(append([]*Host(nil), t.Hosts...), t.Guests...)
-	for _, h := range t.Hosts {
-		for _, other := range machines {
-			if other != h {
-				if err := addRoute(h, EndpointSubnet(other.Index), other.Addr); err != nil {
-					return err
-				}
-			}
-		}
+	if err := t.RouteEndpoints(endpointSubnets); err != nil {
+		return err
 	}
 	if err := t.bootGuests(machines); err != nil {
 		return err

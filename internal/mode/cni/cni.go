@@ -79,7 +79,7 @@ func Lookup(name string) (mode.Descriptor, bool) {
 			if loadErr != nil {
 				return
 			}
-			if doc, err := conf.ForHost(cniPlan(1, "IPAM_DIR")); err == nil {
+			if doc, err := conf.ForHost(cniPlan(1, 1, "IPAM_DIR")); err == nil {
 				p.ModeConfig = string(doc)
 			}
 		},
@@ -87,7 +87,7 @@ func Lookup(name string) (mode.Descriptor, bool) {
 			if loadErr != nil {
 				return failingMode{loadErr}
 			}
-			return &cniMode{t: t, conf: conf, nets: map[int]*cnilib.Network{}}
+			return &cniMode{t: t, conf: conf, hosts: t.LastIndex(), nets: map[int]*cnilib.Network{}}
 		},
 	}, true
 }
@@ -102,10 +102,13 @@ func uncounted(conf *cnilib.Config) []string {
 }
 
 // addresses is where a configuration's endpoints take their addresses
-// from: the host's segment for plugins on the wire, the endpoint subnet
-// behind the host otherwise.
+// from: subnets of its own, the host's segment for plugins on the wire,
+// the endpoint subnet behind the host otherwise.
 func addresses(conf *cnilib.Config) topo.Addressing {
-	if conf != nil && conf.OnWire() {
+	switch {
+	case conf != nil && conf.OwnAddresses():
+		return topo.ExternalAddresses
+	case conf != nil && conf.OnWire():
 		return topo.WireAddresses
 	}
 	return topo.SubnetAddresses
@@ -165,10 +168,11 @@ func ifbAvailable() error {
 	})
 }
 
-// cniPlan adapts a configuration to host i.
-func cniPlan(i int, dataDir string) cnilib.HostPlan {
+// cniPlan adapts a configuration to host i of hosts.
+func cniPlan(i, hosts int, dataDir string) cnilib.HostPlan {
 	return cnilib.HostPlan{
 		Index:     i,
+		Hosts:     hosts,
 		Endpoints: topo.EndpointSubnet(i),
 		WireStart: topo.WireAddr(i, 1),
 		WireEnd:   topo.WireAddr(i, topo.MaxEndpointsPerHost),
@@ -180,9 +184,13 @@ func cniPlan(i int, dataDir string) cnilib.HostPlan {
 type cniMode struct {
 	t     *topo.Topology
 	conf  *cnilib.Config
-	nets  map[int]*cnilib.Network
-	ports []int
-	added int
+	hosts int
+	// routed is set once the hosts route to each other's shares of the
+	// configuration's own subnets.
+	routed bool
+	nets   map[int]*cnilib.Network
+	ports  []int
+	added  int
 }
 
 var (
@@ -197,10 +205,13 @@ func (m *cniMode) Publish(ports ...int) { m.ports = append(m.ports, ports...) }
 //
 // Equivalent to: ip netns add EP; CNI_COMMAND=ADD CNI_NETNS=/var/run/netns/EP ... (see package cni)
 func (m *cniMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	if err := m.routeShares(); err != nil {
+		return nil, err
+	}
 	n, ok := m.nets[h.Index]
 	if !ok {
 		var err error
-		n, err = cnilib.Open(m.conf, h.NS, m.t.Token, h.Name, cniPlan(h.Index, ""))
+		n, err = cnilib.Open(m.conf, h.NS, m.t.Token, h.Name, cniPlan(h.Index, m.hosts, ""))
 		if err != nil {
 			return nil, err
 		}
@@ -223,6 +234,25 @@ func (m *cniMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 		return nil, err
 	}
 	return &topo.Endpoint{Name: name, Host: h, NS: ns, Addr: addr}, nil
+}
+
+// routeShares routes, across hosts, each host's share of the
+// configuration's own subnets to it, as the topology routes cnbench's
+// endpoint subnets.
+func (m *cniMode) routeShares() error {
+	if m.routed || m.hosts < 2 {
+		return nil
+	}
+	shares := map[int][]netip.Prefix{}
+	for i := 1; i <= m.hosts; i++ {
+		s, err := m.conf.RoutedSubnets(i, m.hosts)
+		if err != nil {
+			return mode.BadInput(fmt.Errorf("cni config %s: %w", m.conf.Source, err))
+		}
+		shares[i] = s
+	}
+	m.routed = true
+	return m.t.RouteEndpoints(func(host int) []netip.Prefix { return shares[host] })
 }
 
 // Expose gives the host's address for ports a portmap plugin published,
