@@ -294,7 +294,39 @@ func (r *Runner) recordOutcome(ctx context.Context, c *model.Case, err error) er
 	if status == model.StatusPending {
 		return nil
 	}
-	return r.store.SetCaseStatus(c.ID, status, reason)
+	return r.whileLocked(ctx, fmt.Sprintf("the status of case %d", c.Index), func() error { return r.store.SetCaseStatus(c.ID, status, reason) })
+}
+
+// storePatience bounds how long a run holds a result while another writer
+// keeps the store locked.
+const storePatience = 10 * time.Minute
+
+// whileLocked runs a store write, and runs it again for as long as
+// another writer holds the database locked past its busy timeout, up to
+// storePatience, saying so each time: what was measured stays in memory
+// until it is stored, rather than being lost with the run.
+func (r *Runner) whileLocked(ctx context.Context, what string, write func() error) error {
+	start := time.Now()
+	for {
+		err := write()
+		waited := time.Since(start).Round(time.Second)
+		switch {
+		case err == nil:
+			if waited >= time.Second {
+				r.prog.Printf("stored %s after waiting %s for the store", what, waited)
+			}
+			return nil
+		case !store.Locked(err):
+			return err
+		case waited >= storePatience || ctx.Err() != nil:
+			return fmt.Errorf("%w: another writer held the store for %s; %s was not stored", err, waited, what)
+		}
+		r.prog.Printf("the store is locked by another writer (waited %s); %s is kept and will be stored when it is free", waited, what)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // storeError marks a failure to store a result, which ends the run.
@@ -423,7 +455,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path
 		}
 	}
 	s.Index = i
-	if err := r.store.AddSample(c.ID, s); err != nil {
+	if err := r.whileLocked(ctx, fmt.Sprintf("sample %d of case %d", i+1, c.Index), func() error { return r.store.AddSample(c.ID, s) }); err != nil {
 		return false, &storeError{err}
 	}
 	*taken = append(*taken, s)
