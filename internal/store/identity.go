@@ -37,8 +37,11 @@ func checkIdentity(absPath string) error {
 	if st.Size() == 0 {
 		return nil
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(absPath), RawQuery: "mode=ro"}
-	db, err := sql.Open("sqlite", u.String())
+	uri := (&url.URL{Scheme: "file", Path: filepath.ToSlash(absPath), RawQuery: "mode=ro"}).String()
+	if onReadOnlyMount(absPath) {
+		uri = readOnlyURI(absPath)
+	}
+	db, err := sql.Open("sqlite", uri)
 	if err != nil {
 		return err
 	}

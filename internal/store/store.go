@@ -75,6 +75,9 @@ func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if onReadOnlyMount(abs) {
+		return nil, fmt.Errorf("open store %s: %w", path, ErrReadOnlyMount)
+	}
 	if err := checkIdentity(abs); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -95,10 +98,18 @@ func Open(path string) (*Store, error) {
 // mistyped path.
 var ErrNoDatabase = errors.New("no database")
 
-// OpenExisting opens the database at path, which must exist.
+// OpenExisting opens the database at path, which must exist. On a
+// read-only mount it is opened only to be read (readOnlyStore).
 func OpenExisting(path string) (*Store, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: give --db the file a run wrote, or start one with `cnbench run`", ErrNoDatabase, path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if onReadOnlyMount(abs) {
+		return readOnlyStore(path, abs)
 	}
 	return Open(path)
 }
