@@ -5,10 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"cnbench/internal/export"
 	"cnbench/internal/model"
@@ -119,9 +121,13 @@ func writeInPlace(path string, fi os.FileInfo, write func(io.Writer) error) erro
 }
 
 // writeAndRename writes a temporary file beside path and renames it over
-// path once it is whole.
+// path once it is whole. The temporary file's name carries the writer's
+// PID, so that one left by a writer that was killed is removed by the
+// next write to the same path (removeOrphans).
 func writeAndRename(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	removeOrphans(dir, base)
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*%s", tempPrefix(base), os.Getpid(), tempSuffix))
 	if err != nil {
 		return fmt.Errorf("create output: %w", err)
 	}
@@ -141,4 +147,31 @@ func writeAndRename(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return nil
+}
+
+// The temporary files of writeAndRename are ".BASE.cnb-PID-RANDOM.tmp".
+const tempSuffix = ".tmp"
+
+func tempPrefix(base string) string { return "." + base + ".cnb-" }
+
+// removeOrphans removes the temporary files of earlier writes to dir/base
+// whose writer is gone: a report killed mid-write leaves one behind. A
+// file of a writer still running is left to it.
+func removeOrphans(dir, base string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), tempPrefix(base))
+		if !ok || !strings.HasSuffix(rest, tempSuffix) || !e.Type().IsRegular() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
 }

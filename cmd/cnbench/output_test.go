@@ -2,8 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,5 +75,39 @@ func TestOutputNeverDestroysWhatIsThere(t *testing.T) {
 	}
 	if err := writeOutput(quietCommand(), dir, func(io.Writer) error { return nil }); err == nil {
 		t.Error("writing over a directory succeeded")
+	}
+}
+
+// TestOrphanedTemporaryFilesAreRemoved leaves the temporary file a
+// report killed mid-write would, beside one of a writer still running
+// and a file of someone else's: the next write to the same path removes
+// the first only.
+func TestOrphanedTemporaryFilesAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	killed := exec.Command("sleep", "30")
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed.Process.Kill()
+	killed.Wait()
+	orphan := fmt.Sprintf(".report.html.cnb-%d-1234.tmp", killed.Process.Pid)
+	running := fmt.Sprintf(".report.html.cnb-%d-5678.tmp", os.Getpid())
+	theirs := ".report.html.9999.tmp"
+	for _, name := range []string{orphan, running, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("half a rep"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeOutput(quietCommand(), path, func(w io.Writer) error {
+		_, err := io.WriteString(w, "the report")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{orphan: false, running: true, theirs: true, "report.html": true} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", name, err == nil, want)
+		}
 	}
 }
