@@ -79,6 +79,9 @@ func (p *parser) hosts(fd field) []Host {
 				h.Key = p.credentialPath(text)
 			}
 		}
+		if h.CA != "" && h.Cert != "" && h.Key != "" {
+			p.checkCredentials(f, h.CA, h.Cert, h.Key)
+		}
 		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

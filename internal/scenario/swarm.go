@@ -45,6 +45,9 @@ func (p *parser) swarm(fd field) *Swarm {
 			p.report(fd.value, fd.path, "ca, cert and key go together")
 		}
 		s.CA, s.Cert, s.Key = p.credentialPath(s.CA), p.credentialPath(s.Cert), p.credentialPath(s.Key)
+		if s.CA != "" && s.Cert != "" && s.Key != "" {
+			p.checkCredentials(f, s.CA, s.Cert, s.Key)
+		}
 	}
 	s.Image = text("image")
 	if port := text("control_port"); port != "" {
