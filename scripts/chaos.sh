@@ -19,7 +19,8 @@
 #
 # Then it kills, at random moments of another run, FAULTS (default 6) of
 # the processes that run depends on rather than cnbench itself: engines,
-# private dockerds, ovs-vswitchd and ovsdb-server, picked at random. That
+# private dockerds, ovs-vswitchd, ovsdb-server and, where qemu is
+# installed, the qemu of a guest (chvc), picked at random. That
 # run must end by itself (exit 0, or 1 for failed cases), and every case
 # it failed must name what was killed ("... was killed by SIGKILL"):
 #
@@ -197,13 +198,15 @@ done
 "$bin" cleanup >/dev/null
 
 # Faults: kill what a run depends on, not the run itself.
-cat >"$work/faults.yaml" <<'EOF'
+topologies=chc
+command -v qemu-system-x86_64 >/dev/null && topologies="chc, chvc"
+cat >"$work/faults.yaml" <<EOF
 name: chaos-faults
 duration: 1s
 warmup: 0s
 samples: 3
 modes: [bridge, nat, docker:bridge, ovs]
-topologies: [chc]
+topologies: [$topologies]
 workloads: [tcp_stream, tcp_rr]
 EOF
 
@@ -217,7 +220,7 @@ victims() {
 				q = p
 				while (q in parent && q != root && q > 1) q = parent[q]
 				if (q != root || p == root) continue
-				if (engine[p] || comm[p] ~ /^(dockerd|ovs-vswitchd|ovsdb-server)$/) print p, (engine[p] ? "engine" : comm[p])
+				if (engine[p] || comm[p] ~ /^(dockerd|ovs-vswitchd|ovsdb-server|qemu-system-x86)$/) print p, (engine[p] ? "engine" : comm[p])
 			}
 		}'
 }

@@ -114,13 +114,20 @@ func (p *Process) watch() {
 	if p.stopping.Load() {
 		return
 	}
+	Report(p.spec.Token, fmt.Sprintf("%s in %s %s", p.Name, p.spec.NS.Name, cleanup.HowEnded(p.Cmd.ProcessState)))
+}
+
+// Report notes the death of a process token's network depends on that is
+// not one of the daemons started here (a guest's qemu), as what ended
+// and how: it is then among Deaths, and Died is closed.
+func Report(tok netns.Token, what string) {
 	deaths.mu.Lock()
 	defer deaths.mu.Unlock()
-	d := deathsOf(p.spec.Token)
+	d := deathsOf(tok)
 	if len(d.list) == 0 {
 		close(d.died)
 	}
-	d.list = append(d.list, fmt.Sprintf("%s in %s %s", p.Name, p.spec.NS.Name, cleanup.HowEnded(p.Cmd.ProcessState)))
+	d.list = append(d.list, what)
 }
 
 // Start forks the daemon. It returns the process whenever one was

@@ -390,7 +390,7 @@ func (r *Runner) warmUp(ctx context.Context, drv driver.Driver, p *site.Path, c 
 
 // errDaemonDied ends a sample whose network lost a daemon; the case's
 // reason then names the daemon (endTurns).
-var errDaemonDied = errors.New("stopped: a daemon of the case's network died")
+var errDaemonDied = errors.New("stopped: a daemon or guest of the case's network died")
 
 // takeOnPath takes a sample, ending it as soon as a daemon of the path's
 // network dies: with ovs-vswitchd gone, a client waited out its socket's

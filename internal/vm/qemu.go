@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -35,6 +36,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnbench/internal/agent/protocol"
+	"cnbench/internal/cleanup"
+	"cnbench/internal/daemon"
 	"cnbench/internal/netns"
 )
 
@@ -111,6 +114,11 @@ type Guest struct {
 	stderr *bytes.Buffer
 	waited chan struct{}
 	waitMu sync.Mutex
+	// booted is set once the agent answered, closing once cnbench closes
+	// the guest, broken once its control channel failed, and killed once
+	// cnbench kills qemu: an end after booting that cnbench neither asked
+	// for nor caused is a death to report.
+	booted, closing, broken, killed atomic.Bool
 
 	mu       sync.Mutex
 	ctl      net.Conn
@@ -198,12 +206,22 @@ func Boot(ctx context.Context, ns *netns.NS, token netns.Token, name string, tap
 	}
 	go func() {
 		_ = guest.cmd.Wait()
+		// Reported before waited is closed, so that whoever waits for
+		// the guest's end finds its death among the network's.
+		if guest.booted.Load() && !guest.killed.Load() && !(guest.closing.Load() && guest.cmd.ProcessState.Success()) {
+			where := ""
+			if ns != nil {
+				where = " in " + ns.Name
+			}
+			daemon.Report(token, fmt.Sprintf("%s of guest %s%s %s", qemuBinary, name, where, cleanup.HowEnded(guest.cmd.ProcessState)))
+		}
 		close(guest.waited)
 	}()
 	if err := guest.connect(ctx, cfg.BootTimeout); err != nil {
 		return nil, fmt.Errorf("boot guest %s (%s): %w", name, cfg.Accel, err)
 	}
 	guest.BootTime = time.Since(start)
+	guest.booted.Store(true)
 	return guest, nil
 }
 
@@ -338,6 +356,7 @@ func (g *Guest) callUntil(req Request, deadline time.Time) (Reply, error) {
 	}
 	resp, err := g.ctlR.ReadBytes('\n')
 	if err != nil {
+		g.broken.Store(true)
 		return Reply{}, fmt.Errorf("guest %s: no answer to %s: %w%s", g.Name, req.Op, err, g.consoleTail())
 	}
 	var r Reply
@@ -421,10 +440,18 @@ func (g *Guest) PID() int {
 	return g.cmd.Process.Pid
 }
 
+// dyingGrace is how long Close lets a qemu whose control channel already
+// failed finish exiting by itself: a killed qemu closes its sockets at
+// once and frees the guest's memory after, and its end is a death to
+// report, not one cnbench caused.
+const dyingGrace = 2 * time.Second
+
 // Close ends the guest: closing the control channel makes the agent power
 // it off, and qemu is killed, by its PID, right away, since nothing in the
-// guest outlives it. The guest's directory goes too.
+// guest outlives it; unless the channel had failed, when qemu is first
+// given dyingGrace to end by itself. The guest's directory goes too.
 func (g *Guest) Close() error {
+	g.closing.Store(true)
 	g.mu.Lock()
 	if g.ctl != nil {
 		g.ctl.Close()
@@ -432,9 +459,16 @@ func (g *Guest) Close() error {
 	}
 	g.mu.Unlock()
 	if g.cmd != nil && g.cmd.Process != nil {
+		if g.broken.Load() {
+			select {
+			case <-g.waited:
+			case <-time.After(dyingGrace):
+			}
+		}
 		select {
 		case <-g.waited:
 		default:
+			g.killed.Store(true)
 			_ = g.cmd.Process.Kill()
 			<-g.waited
 		}
