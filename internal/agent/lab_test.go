@@ -247,9 +247,12 @@ func (l *lab) dialer(machine string) func(ctx context.Context, network, addr str
 var sessionToken = regexp.MustCompile(`session [0-9a-f]+ opened \(token ([0-9a-f]{4})`)
 
 // agentTokens are the run tokens of the sessions an agent logged.
-func agentTokens(p *process) []netns.Token {
+func agentTokens(p *process) []netns.Token { return agentTokensIn(p.out.String()) }
+
+// agentTokensIn reads the sessions' tokens from what an agent logged.
+func agentTokensIn(log string) []netns.Token {
 	var out []netns.Token
-	for _, m := range sessionToken.FindAllStringSubmatch(p.out.String(), -1) {
+	for _, m := range sessionToken.FindAllStringSubmatch(log, -1) {
 		out = append(out, netns.Token(m[1]))
 	}
 	return out

@@ -71,12 +71,14 @@ type Mount struct {
 	Options string
 }
 
-// CgroupMounts lists the cgroup hierarchies this process can reach. Where
-// its own mount namespace shows none, as under `ip netns exec`, which
-// mounts a fresh /sys in a mount namespace of its own, it mounts the
-// cgroup2 hierarchy there itself, at PrivateCgroup2: the same tree that
-// /sys/fs/cgroup shows elsewhere, seen only by this mount namespace.
-// (Through /proc/1/root, init's mounts can be read but not written.)
+// CgroupMounts lists the cgroup hierarchies this process can reach and
+// write. Where its own mount namespace shows none, as under `ip netns
+// exec`, which mounts a fresh /sys in a mount namespace of its own, or
+// only read-only ones, as in a container given capabilities rather than
+// --privileged, it mounts the cgroup2 hierarchy there itself, at
+// PrivateCgroup2: the same tree that /sys/fs/cgroup shows elsewhere,
+// seen only by this mount namespace. (Through /proc/1/root, init's
+// mounts can be read but not written.)
 func CgroupMounts() ([]Mount, error) {
 	mounts, err := readCgroupMounts("/proc/self/mountinfo")
 	if err != nil || len(mounts) > 0 {
@@ -93,17 +95,17 @@ func CgroupMounts() ([]Mount, error) {
 const PrivateCgroup2 = "/run/cnb-cgroup2"
 
 // mountPrivateCgroup2 mounts cgroup2 at PrivateCgroup2, unless this mount
-// namespace is known to be init's: there it would add a mount to the
-// whole machine, and a machine without any cgroup mount is not one
-// cnbench changes. (Where init's cannot be read, as in a container's PID
-// namespace, a namespace without cgroup mounts is taken for a private
-// one.)
+// namespace is known to be the machine's init's: there it would add a
+// mount to the whole machine, and a machine without a writable cgroup
+// mount is not one cnbench changes. In a PID namespace of a container's,
+// PID 1 is the container's own first process, whose mount namespace is
+// the container's, and is taken for a private one.
 //
 // Equivalent to: mkdir -p /run/cnb-cgroup2; mount -t cgroup2 none /run/cnb-cgroup2
 func mountPrivateCgroup2() error {
 	self, err1 := os.Readlink("/proc/self/ns/mnt")
 	init, err2 := os.Readlink("/proc/1/ns/mnt")
-	if err1 == nil && err2 == nil && self == init {
+	if err1 == nil && err2 == nil && self == init && machinePIDNamespace() {
 		return nil
 	}
 	if err := os.MkdirAll(PrivateCgroup2, 0o755); err != nil {
@@ -113,6 +115,14 @@ func mountPrivateCgroup2() error {
 		return fmt.Errorf("mount a private cgroup2 at %s: %w", PrivateCgroup2, err)
 	}
 	return nil
+}
+
+// machinePIDNamespace reports whether this process sees the machine's
+// own PID namespace, where PID 2 is the kernel's kthreadd; in any other,
+// PID 1 is not the machine's init.
+func machinePIDNamespace() bool {
+	comm, err := os.ReadFile("/proc/2/comm")
+	return err == nil && strings.TrimSpace(string(comm)) == "kthreadd"
 }
 
 func readCgroupMounts(mountinfo string) ([]Mount, error) {
@@ -130,7 +140,12 @@ func readCgroupMounts(mountinfo string) ([]Mount, error) {
 			continue
 		}
 		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 || (qf[0] != "cgroup" && qf[0] != "cgroup2") {
+		if len(pf) < 6 || len(qf) < 3 || (qf[0] != "cgroup" && qf[0] != "cgroup2") {
+			continue
+		}
+		if hasOption(pf[5], "ro") {
+			// A container's view of its cgroups, unless privileged: no
+			// cgroup can be made there.
 			continue
 		}
 		out = append(out, Mount{Point: pf[4], V2: qf[0] == "cgroup2", Options: qf[2]})
