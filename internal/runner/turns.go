@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"cnbench/internal/driver"
@@ -334,8 +333,8 @@ func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 			if closeErr != nil && t.drv != nil {
 				t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
 			}
-			if t.err != nil && len(died) > 0 {
-				t.err = fmt.Errorf("%w (%s)", t.err, strings.Join(died, "; "))
+			if t.err != nil {
+				t.err = site.WithDeaths(t.err, died)
 			}
 		}
 	}

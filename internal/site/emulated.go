@@ -3,8 +3,10 @@ package site
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 
 	"cnbench/internal/cleanup"
@@ -50,7 +52,7 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	t, err := topo.Build(c.Topology, tok, plan.Opts)
 	if err != nil {
 		e.give(tok)
-		return nil, err
+		return nil, namingDeaths(tok, err)
 	}
 	m := plan.Mode.New(t)
 	p, published := m.(mode.Publisher)
@@ -61,7 +63,7 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 	if err != nil {
 		err = errors.Join(err, t.Close())
 		e.give(tok)
-		return nil, err
+		return nil, namingDeaths(tok, err)
 	}
 	pa.Published, pa.Token = published, tok
 	pa.expose = func(s Site, port int) (netip.AddrPort, error) { return m.Expose(s.Endpoint(), port) }
@@ -71,9 +73,30 @@ func (e *Emulated) Place(_ context.Context, c *model.Case, plan Plan, ports []in
 		return err
 	}
 	if err := t.ApplyOffloads(); err != nil {
-		return nil, errors.Join(err, pa.Close())
+		return nil, namingDeaths(tok, errors.Join(err, pa.Close()))
 	}
 	return pa, nil
+}
+
+// namingDeaths adds to a failure to build a path the daemons and guests
+// of its network that died meanwhile: a dockerd killed while its image
+// was imported shows only as "Cannot connect to the Docker daemon".
+func namingDeaths(tok netns.Token, err error) error {
+	return WithDeaths(err, daemon.Deaths(tok))
+}
+
+// WithDeaths adds to err the deaths it does not name yet.
+func WithDeaths(err error, died []string) error {
+	var add []string
+	for _, d := range died {
+		if !strings.Contains(err.Error(), d) {
+			add = append(add, d)
+		}
+	}
+	if len(add) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(add, "; "))
 }
 
 // placeGroup places the endpoints a case's pattern asks for, each in a

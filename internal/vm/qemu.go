@@ -119,6 +119,8 @@ type Guest struct {
 	// cnbench kills qemu: an end after booting that cnbench neither asked
 	// for nor caused is a death to report.
 	booted, closing, broken, killed atomic.Bool
+	// desc names qemu, the guest and where it runs, for messages.
+	desc string
 
 	mu       sync.Mutex
 	ctl      net.Conn
@@ -178,7 +180,11 @@ func Boot(ctx context.Context, ns *netns.NS, token netns.Token, name string, tap
 	if err != nil {
 		return nil, fmt.Errorf("boot guest %s: %w", name, err)
 	}
-	guest := &Guest{Name: name, Accel: cfg.Accel, MAC: mac, dir: dir, stderr: &bytes.Buffer{}, waited: make(chan struct{})}
+	guest := &Guest{Name: name, Accel: cfg.Accel, MAC: mac, dir: dir, stderr: &bytes.Buffer{}, waited: make(chan struct{}),
+		desc: qemuBinary + " of guest " + name}
+	if ns != nil {
+		guest.desc += " in " + ns.Name
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, guest.Close())
@@ -209,11 +215,7 @@ func Boot(ctx context.Context, ns *netns.NS, token netns.Token, name string, tap
 		// Reported before waited is closed, so that whoever waits for
 		// the guest's end finds its death among the network's.
 		if guest.booted.Load() && !guest.killed.Load() && !(guest.closing.Load() && guest.cmd.ProcessState.Success()) {
-			where := ""
-			if ns != nil {
-				where = " in " + ns.Name
-			}
-			daemon.Report(token, fmt.Sprintf("%s of guest %s%s %s", qemuBinary, name, where, cleanup.HowEnded(guest.cmd.ProcessState)))
+			daemon.Report(token, guest.death())
 		}
 		close(guest.waited)
 	}()
@@ -303,7 +305,7 @@ func (g *Guest) connect(ctx context.Context, limit time.Duration) error {
 	select {
 	case res := <-done:
 		if res.err != nil {
-			return fmt.Errorf("%w%s", res.err, g.consoleTail())
+			return res.err
 		}
 		g.Kernel = res.r.Kernel
 		return nil
@@ -318,7 +320,28 @@ func (g *Guest) exited() error {
 	g.waitMu.Lock()
 	msg := strings.TrimSpace(g.stderr.String())
 	g.waitMu.Unlock()
-	return fmt.Errorf("%s exited: %v (%s)%s", qemuBinary, g.cmd.ProcessState, msg, g.consoleTail())
+	return fmt.Errorf("%s (%s)%s", g.death(), msg, g.consoleTail())
+}
+
+// death says how qemu ended, once it has: "qemu-system-x86_64 of guest
+// vm3 in cnb-1a2b-h1 (pid 123) was killed by SIGKILL".
+func (g *Guest) death() string {
+	return g.desc + " " + cleanup.HowEnded(g.cmd.ProcessState)
+}
+
+// awaitDeath gives a qemu whose control channel just failed dyingGrace to
+// end, and says how it ended, unless cnbench ended it; empty if it runs
+// on.
+func (g *Guest) awaitDeath() string {
+	select {
+	case <-g.waited:
+		if g.killed.Load() {
+			return ""
+		}
+		return g.death()
+	case <-time.After(dyingGrace):
+		return ""
+	}
 }
 
 // consoleTail is the end of the guest's console, for errors.
@@ -357,7 +380,11 @@ func (g *Guest) callUntil(req Request, deadline time.Time) (Reply, error) {
 	resp, err := g.ctlR.ReadBytes('\n')
 	if err != nil {
 		g.broken.Store(true)
-		return Reply{}, fmt.Errorf("guest %s: no answer to %s: %w%s", g.Name, req.Op, err, g.consoleTail())
+		err = fmt.Errorf("guest %s: no answer to %s: %w", g.Name, req.Op, err)
+		if d := g.awaitDeath(); d != "" {
+			err = fmt.Errorf("%w (%s)", err, d)
+		}
+		return Reply{}, fmt.Errorf("%w%s", err, g.consoleTail())
 	}
 	var r Reply
 	if err := json.Unmarshal(resp, &r); err != nil {
