@@ -83,10 +83,14 @@ mkfifo "$work/progress" # each round's progress output, read as it comes
 # announced extracts the samples a round's progress output reported as
 # stored: the result line after "sample i/n" of case KEY.
 announced() {
+	# Cases in turns are announced together, and their lines carry the
+	# case's mode/engine: "[1/12]   bridge/native sample 1/3", then
+	# "[1/12]     bridge/native 15.6 Gbit/s". A case alone has neither.
 	awk -v run="$1" '
-		/^\[[0-9]+\/[0-9]+\] [^ ]+ \(eta / { key = $2; next }
-		/^\[[0-9]+\/[0-9]+\]   sample [0-9]+\// { split($3, a, "/"); idx = a[1] - 1; next }
-		/^\[[0-9]+\/[0-9]+\]     / { if (key != "") print run, key, idx }
+		function label(k,   n, p) { n = split(k, p, "/"); return p[1] "/" p[n] }
+		/^\[[0-9]+\/[0-9]+\] [^ ]+ \((eta |in turns)/ { if ($3 == "(eta") delete keys; key = $2; keys[label(key)] = key; next }
+		/^\[[0-9]+\/[0-9]+\]   ([^ ]+ )?sample [0-9]+\// { split($NF, a, "/"); k = ($2 in keys) ? keys[$2] : key; idx[k] = a[1] - 1; next }
+		/^\[[0-9]+\/[0-9]+\]     / { k = ($2 in keys) ? keys[$2] : key; if (k != "") print run, k, idx[k] }
 	' "$2"
 }
 
@@ -94,7 +98,7 @@ announced() {
 # stored sample that was the case's last means it was tearing down.
 phase() {
 	awk '
-		/^\[[0-9]+\/[0-9]+\]   sample [0-9]+\// { split($3, a, "/"); last = a[1] == a[2] ? "final" : "more"; p = "measurement"; next }
+		/^\[[0-9]+\/[0-9]+\]   ([^ ]+ )?sample [0-9]+\// { split($NF, a, "/"); last = a[1] == a[2] ? "final" : "more"; p = "measurement"; next }
 		/^\[[0-9]+\/[0-9]+\]     / { p = last == "final" ? "teardown" : "measurement"; next }
 		/^\[[0-9]+\/[0-9]+\]   (ok|skipped|failed)/ { p = "setup"; next }
 		{ p = "setup" }
@@ -109,13 +113,13 @@ phase() {
 # end of the output. Reading the pipe itself, not a file, makes the return
 # come within microseconds of the line.
 wait_for() {
-	local line n=0 last=0 re_case='^\[[0-9]+/[0-9]+\] [^ ]+ \(eta ' re_sample='^\[[0-9]+/[0-9]+\]   sample ([0-9]+)/([0-9]+)'
+	local line n=0 last=0 re_case='^\[[0-9]+/[0-9]+\] [^ ]+ \(eta ' re_sample='^\[[0-9]+/[0-9]+\]   ([^ ]+ )?sample ([0-9]+)/([0-9]+)'
 	while IFS= read -r -t 20 -u 3 line; do
 		printf '%s\n' "$line" >>"$log"
 		if [[ $line =~ $re_case ]]; then
 			[ "$1" = setup ] && n=$((n + 1))
 		elif [[ $line =~ $re_sample ]]; then
-			last=$([ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] && echo 1 || echo 0)
+			last=$([ "${BASH_REMATCH[2]}" = "${BASH_REMATCH[3]}" ] && echo 1 || echo 0)
 		elif [[ $line == "["*"]     "* ]]; then
 			[ "$1" = final ] && [ "$last" = 1 ] && n=$((n + 1))
 		fi

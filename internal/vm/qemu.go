@@ -115,7 +115,7 @@ type Guest struct {
 	waited chan struct{}
 	waitMu sync.Mutex
 	// booted is set once the agent answered, closing once cnbench closes
-	// the guest, broken once its control channel failed, and killed once
+	// the guest, broken once its control or an engine channel failed, and killed once
 	// cnbench kills qemu: an end after booting that cnbench neither asked
 	// for nor caused is a death to report.
 	booted, closing, broken, killed atomic.Bool
@@ -443,7 +443,39 @@ func (g *Guest) StartEngine(endpoint string) (io.ReadWriteCloser, error) {
 		conn.Close()
 		return nil, err
 	}
-	return conn, nil
+	return &engineStream{Conn: conn, g: g}, nil
+}
+
+// engineStream is an engine's channel into the guest. One that fails
+// before cnbench closes it marks the guest's channels broken, as the
+// control channel's failure does: qemu may be dying (see Close).
+type engineStream struct {
+	net.Conn
+	g      *Guest
+	closed atomic.Bool
+}
+
+func (s *engineStream) Read(p []byte) (int, error) {
+	n, err := s.Conn.Read(p)
+	s.failed(err)
+	return n, err
+}
+
+func (s *engineStream) Write(p []byte) (int, error) {
+	n, err := s.Conn.Write(p)
+	s.failed(err)
+	return n, err
+}
+
+func (s *engineStream) Close() error {
+	s.closed.Store(true)
+	return s.Conn.Close()
+}
+
+func (s *engineStream) failed(err error) {
+	if err != nil && !s.closed.Load() {
+		s.g.broken.Store(true)
+	}
 }
 
 // Usage is the CPU time the engines of an endpoint have used, as the
@@ -475,8 +507,8 @@ const dyingGrace = 2 * time.Second
 
 // Close ends the guest: closing the control channel makes the agent power
 // it off, and qemu is killed, by its PID, right away, since nothing in the
-// guest outlives it; unless the channel had failed, when qemu is first
-// given dyingGrace to end by itself. The guest's directory goes too.
+// guest outlives it; unless a channel into it had failed, when qemu is
+// first given dyingGrace to end by itself. The guest's directory goes too.
 func (g *Guest) Close() error {
 	g.closing.Store(true)
 	g.mu.Lock()
