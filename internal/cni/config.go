@@ -214,7 +214,7 @@ func checkPlugin(at, typ string, p map[string]any) error {
 	case "tuning":
 		sysctls, _ := p["sysctl"].(map[string]any)
 		for key := range sysctls {
-			if !strings.HasPrefix(key, "net.") {
+			if !strings.HasPrefix(key, "net.") && !strings.HasPrefix(key, "net/") {
 				return fmt.Errorf(`%s.sysctl: %q is refused: only net.* settings belong to the endpoint's namespace; the others are the machine's`, at, key)
 			}
 		}

@@ -50,6 +50,7 @@ func TestParseRefuses(t *testing.T) {
 		`{"cniVersion":"1.0.0","name":"n","type":"bridge","bridge":"cni0","ipam":{"type":"host-local","subnet":"10.22.0.0/16"}}`,
 		`{"cniVersion":"1.0.0","name":"n","type":"macvlan","master":"eth0","ipam":{"type":"host-local","subnet":"198.18.0.0/16"}}`,
 		`{"name":"n","type":"ptp","ipam":{"type":"host-local","subnet":"10.1.1.0/24"}}`,
+		`{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"bridge"},{"type":"tuning","sysctl":{"net/ipv4/conf/IFNAME/arp_filter":"1"}}]}`,
 	} {
 		if _, err := Parse("test.conf", []byte(ok)); err != nil {
 			t.Errorf("Parse(%s): %v", ok, err)
