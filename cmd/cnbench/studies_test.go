@@ -63,7 +63,7 @@ func runStudyQuick(t *testing.T, bin, name string) {
 		out, err := exec.Command(bin, "run", name, "--quick", "--samples", "1", "--duration", "200ms", "--warmup", "0s", "--db", db, "--quiet", "--format", "csv").CombinedOutput()
 		t.Logf("%s quick (1 sample of 200 ms): %v", name, time.Since(start).Round(time.Second))
 		if err != nil {
-			t.Fatalf("run %s --quick: %v\n%s", name, err, out)
+			t.Fatalf("run %s --quick: %v\n%s\nfailed cases: %s", name, err, out, failedReasons(t, db))
 		}
 		code, rep0, stderr := runCLI(t, "report", "--db", db, "--format", "json")
 		if code != 0 {
@@ -99,4 +99,27 @@ func runStudyQuick(t *testing.T, bin, name string) {
 			t.Errorf("no case of %s measured anything", name)
 		}
 	})
+}
+
+// failedReasons lists the stored run's failed cases with their reasons,
+// which the CSV a study prints leaves out.
+func failedReasons(t *testing.T, db string) string {
+	t.Helper()
+	code, out, stderr := runCLI(t, "report", "--db", db, "--format", "json")
+	if code != 0 {
+		return "report: " + stderr
+	}
+	var rep struct {
+		Cases []struct{ Key, Status, Reason string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, c := range rep.Cases {
+		if c.Status == "failed" {
+			lines = append(lines, c.Key+": "+c.Reason)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
