@@ -4,9 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -19,11 +17,12 @@ const applicationID = 0x636e6231
 var ErrNotOurs = errors.New("not a cnbench database")
 
 // checkIdentity reads an existing file before any pragma of ours can
-// change it (the journal mode among them) and refuses one that is not
+// change it (the journal mode among them), immutable on a read-only
+// mount, and refuses one that is not
 // cnbench's: another program's database, or a file that is not SQLite.
 // An empty file, or one made by cnbench before it set its application
 // id (schema version 1 or more, with cnbench's tables), is accepted.
-func checkIdentity(absPath string) error {
+func checkIdentity(absPath string, immutable bool) error {
 	st, err := os.Stat(absPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -37,11 +36,7 @@ func checkIdentity(absPath string) error {
 	if st.Size() == 0 {
 		return nil
 	}
-	uri := (&url.URL{Scheme: "file", Path: filepath.ToSlash(absPath), RawQuery: "mode=ro"}).String()
-	if onReadOnlyMount(absPath) {
-		uri = readOnlyURI(absPath)
-	}
-	db, err := sql.Open("sqlite", uri)
+	db, err := sql.Open("sqlite", readOnlyURI(absPath, immutable))
 	if err != nil {
 		return err
 	}

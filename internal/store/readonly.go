@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -26,14 +25,16 @@ func onReadOnlyMount(absPath string) bool {
 	return fs.Flags&unix.ST_RDONLY != 0
 }
 
-// readOnlyURI opens a database on a read-only mount. SQLite reads a
-// database in WAL mode only where it can make the -shm file beside it,
-// unless told the file is immutable; on a read-only mount it is: no
-// writer can change it there.
-func readOnlyURI(absPath string) string {
+// readOnlyURI opens a database only to read it; immutable for one on a
+// read-only mount: SQLite reads a database in WAL mode only where it can
+// make the -shm file beside it, unless told the file is immutable, which
+// there it is: no writer can change it.
+func readOnlyURI(absPath string, immutable bool) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
-	q.Set("immutable", "1")
+	if immutable {
+		q.Set("immutable", "1")
+	}
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(absPath), RawQuery: q.Encode()}).String()
 }
 
@@ -42,23 +43,12 @@ func readOnlyURI(absPath string) string {
 // this cnbench's, which it would migrate elsewhere, is refused with what
 // to do.
 func readOnlyStore(path, abs string) (*Store, error) {
-	if err := checkIdentity(abs); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", readOnlyURI(abs))
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	s := &Store{db: db, path: path}
-	err = s.quickCheck()
-	if err == nil {
-		err = s.checkReadable()
-	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	return s, nil
+	return openChecked(path, abs, true, readOnlyURI(abs, true), func(s *Store) error {
+		if err := s.quickCheck(); err != nil {
+			return err
+		}
+		return s.checkReadable()
+	})
 }
 
 // checkReadable refuses a schema this cnbench cannot read without

@@ -78,15 +78,22 @@ func Open(path string) (*Store, error) {
 	if onReadOnlyMount(abs) {
 		return nil, fmt.Errorf("open store %s: %w", path, ErrReadOnlyMount)
 	}
-	if err := checkIdentity(abs); err != nil {
+	return openChecked(path, abs, false, dsn(abs), (*Store).init)
+}
+
+// openChecked checks that the file at abs is cnbench's, opens it by uri
+// and readies the store with init; immutable says the file sits on a
+// read-only mount, where SQLite must be told so to read it.
+func openChecked(path, abs string, immutable bool, uri string, init func(*Store) error) (*Store, error) {
+	if err := checkIdentity(abs, immutable); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open("sqlite", uri)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path}
-	if err := s.init(); err != nil {
+	if err := init(s); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
