@@ -5,15 +5,26 @@
 // runs the paired and the unpaired run once, alternately, each taking
 // -max samples per case; the samples needed are read off the stored
 // samples: the first n from which the interval of the first n pairs stays
-// within the target. It prints each round and the medians, with the wall
+// within the target. That first passage is itself noisy, so beside it the
+// bench estimates the samples from all of them: an interval's half-width
+// shrinks as 1/√n, so n·(w/target)² samples bring a half-width w at n
+// down to the target. It prints each round and the medians, with the wall
 // time those samples took.
-// Run it as root: go run ./bench/pairing
+//
+// What pairing cancels is what the two cases' turn shares: the machine's
+// state over a few seconds. -drift starts a load of its own (-hogs busy
+// processes) and switches it on and off every half period, as a
+// neighbour's batch jobs or a CPU's clock would drift over minutes; the
+// engines are pinned (-placement) so that where the scheduler puts them
+// does not swamp that drift with noise of its own.
+// Run it as root: go run ./bench/pairing -drift 20s
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,14 +47,17 @@ import (
 
 // settings are the bench's flags.
 type settings struct {
-	mode, topology, load string
-	max, rounds          int
-	duration             time.Duration
-	targetPct            float64
+	mode, topology, load, placement string
+	max, rounds, hogs               int
+	duration, drift                 time.Duration
+	targetPct                       float64
 }
 
 func main() {
 	// This binary is also the native engine the runner starts.
+	if len(os.Args) > 1 && os.Args[1] == "spin" {
+		spin()
+	}
 	if len(os.Args) > 1 && os.Args[1] == "engine" {
 		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
 			os.Exit(1)
@@ -58,6 +72,9 @@ func main() {
 	flag.IntVar(&s.rounds, "rounds", 3, "paired and unpaired runs, alternately; medians over them")
 	flag.DurationVar(&s.duration, "duration", time.Second, "length of each sample")
 	flag.Float64Var(&s.targetPct, "target", 2, "the interval half-width to reach, in % of the ratio")
+	flag.StringVar(&s.placement, "placement", "different_cores", "where sender and receiver run, as in scenarios (none: the scheduler decides)")
+	flag.DurationVar(&s.drift, "drift", 0, "period of a load the bench switches on and off (0: none, a quiet machine)")
+	flag.IntVar(&s.hogs, "hogs", 1, "busy processes the drifting load runs")
 	flag.Parse()
 	if err := run(s); err != nil {
 		fmt.Fprintln(os.Stderr, "pairing:", err)
@@ -67,9 +84,10 @@ func main() {
 
 // outcome is what one run showed.
 type outcome struct {
-	needed int           // samples per case to reach the target; 0 if never
-	ratio  stats.Ratio   // over every sample
-	wall   time.Duration // of the whole run
+	needed    int           // samples per case to reach the target; 0 if never
+	estimated int           // samples per case the spread of all of them implies
+	ratio     stats.Ratio   // over every sample
+	wall      time.Duration // of the whole run
 }
 
 func run(s settings) error {
@@ -85,8 +103,16 @@ func run(s settings) error {
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if s.drift > 0 {
+		end, err := startDrift(ctx, s.hogs, s.drift)
+		if err != nil {
+			return err
+		}
+		defer end()
+		fmt.Printf("drift: %d busy process(es) on for %s, off for %s, throughout\n", s.hogs, s.drift/2, s.drift/2)
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "round\tpaired: samples to ±%.1f%%\twall\tunpaired: samples\twall\tratio paired\tratio unpaired\t\n", s.targetPct)
+	fmt.Fprintf(w, "round\tpaired: samples to ±%.1f%%\test.\twall\tunpaired: samples\test.\twall\tratio paired\tratio unpaired\t\n", s.targetPct)
 	var paired, unpaired []outcome
 	for i := range s.rounds {
 		p, err := once(ctx, st, s, true)
@@ -98,16 +124,21 @@ func run(s settings) error {
 			return err
 		}
 		paired, unpaired = append(paired, p), append(unpaired, u)
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i+1, needed(p.needed, s.max), p.wall.Round(time.Second),
-			needed(u.needed, s.max), u.wall.Round(time.Second), ratio(p.ratio), ratio(u.ratio))
+		fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t\n", i+1, needed(p.needed, s.max), p.estimated, p.wall.Round(time.Second),
+			needed(u.needed, s.max), u.estimated, u.wall.Round(time.Second), ratio(p.ratio), ratio(u.ratio))
 	}
 	pn, un := medianNeeded(paired), medianNeeded(unpaired)
-	fmt.Fprintf(w, "median\t%s\t\t%s\t\t\t\t\n", needed(pn, s.max), needed(un, s.max))
+	pe, ue := medianEstimated(paired), medianEstimated(unpaired)
+	fmt.Fprintf(w, "median\t%s\t%d\t\t%s\t%d\t\t\t\t\n", needed(pn, s.max), pe, needed(un, s.max), ue)
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	what := fmt.Sprintf("%s %s/%s vs host, %s", s.mode, s.topology, s.load, workload.PrimaryMetric(s.load))
 	if pn > 0 && un > 0 {
-		fmt.Printf("paired needs %.2fx the samples unpaired needs (%s %s/%s vs host, %s)\n", float64(pn)/float64(un), s.mode, s.topology, s.load, workload.PrimaryMetric(s.load))
+		fmt.Printf("paired needs %.2fx the samples unpaired needs, as observed (%s)\n", float64(pn)/float64(un), what)
+	}
+	if pe > 0 && ue > 0 {
+		fmt.Printf("paired needs %.2fx the samples unpaired needs, estimated from the spread (%s)\n", float64(pe)/float64(ue), what)
 	}
 	return nil
 }
@@ -115,8 +146,8 @@ func run(s settings) error {
 // once runs host and the mode, paired or one after the other, and reads
 // what their overhead needed.
 func once(ctx context.Context, st *store.Store, s settings, paired bool) (outcome, error) {
-	doc := fmt.Sprintf("name: pairing\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [host, %s]\ntopologies: [%s]\nworkloads:\n  - {type: %s}\n",
-		s.duration.Milliseconds(), s.max, s.mode, s.topology, s.load)
+	doc := fmt.Sprintf("name: pairing\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [host, %s]\ntopologies: [%s]\nplacement: [%s]\nworkloads:\n  - {type: %s}\n",
+		s.duration.Milliseconds(), s.max, s.mode, s.topology, s.placement, s.load)
 	spec, err := scenario.Parse("pairing", []byte(doc), scenario.Vocabulary{
 		Modes: modes.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
 	})
@@ -149,6 +180,9 @@ func once(ctx context.Context, st *store.Store, s settings, paired bool) (outcom
 		compare = stats.PairedRatio
 	}
 	o := outcome{ratio: compare(mode, host), wall: wall}
+	if n, hw := o.ratio.N, halfWidthPct(o.ratio); n >= 2 && hw > 0 {
+		o.estimated = max(2, int(math.Ceil(float64(n)*(hw/s.targetPct)*(hw/s.targetPct))))
+	}
 	for n := min(len(host), len(mode)); n >= 2; n-- {
 		if halfWidthPct(compare(mode[:n], host[:n])) > s.targetPct {
 			break
@@ -189,6 +223,16 @@ func needed(n, max int) string {
 
 func ratio(r stats.Ratio) string {
 	return fmt.Sprintf("%.3f [%.3f, %.3f]", r.Ratio, r.CI95Low, r.CI95High)
+}
+
+// medianEstimated is the median of the estimated samples.
+func medianEstimated(os []outcome) int {
+	ns := make([]int, len(os))
+	for i, o := range os {
+		ns[i] = o.estimated
+	}
+	sort.Ints(ns)
+	return ns[len(ns)/2]
 }
 
 // medianNeeded is the median of the samples needed, a run that never got
