@@ -50,6 +50,7 @@ type runFlags struct {
 	msgSizes         []string
 	more             workloadParams // the other workload parameters' flags
 	placements       []string
+	explain          bool
 	format           string
 	quiet            bool
 	order            string
@@ -119,6 +120,7 @@ stopped the run (stored as interrupted; --resume goes on).`,
 		"most samples per case with --target-ci")
 	fl.Int64Var(&f.resume, "resume", 0, "continue run `RUN` (interrupted or killed) from its first missing sample")
 	fl.BoolVar(&f.allowFailures, "allow-failures", false, "exit 0 even when cases failed (they still show as failed in the results)")
+	fl.BoolVar(&f.explain, "explain", false, "record every CPU's call stacks during each sample (perf) and attribute them to the path's stages; see `cnbench explain RUN` (overrides the scenario's explain key)")
 	fl.BoolVar(&f.quick, "quick", false, "run the scenario's quick form: 300ms samples, 2 per case, each sweep cut to its first, middle and last point; the run's scenario is named NAME-quick (--duration, --warmup, --samples still win)")
 	return cmd
 }
@@ -159,6 +161,9 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 		o.Samples = &f.samples
 	}
 	o.Placements = f.placements
+	if cmd.Flags().Changed("explain") {
+		o.Explain = &f.explain
+	}
 	if err := spec.Apply(o); err != nil {
 		return nil, err
 	}

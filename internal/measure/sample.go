@@ -81,12 +81,17 @@ func read(p *site.Path) (reading, error) {
 }
 
 // Take runs one exchange between readings of the path and turns it into
-// a sample.
-func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time.Duration) (model.Sample, error) {
+// a sample; with a profiler, the sample has the profile of the machine
+// over the same readings.
+func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time.Duration, prof Profiler) (model.Sample, error) {
 	if pr, ok := d.(Preparer); ok {
 		if err := pr.Prepare(ctx, c, dur); err != nil {
 			return model.Sample{}, err
 		}
+	}
+	rec, failed := startProfile(ctx, prof)
+	if rec != nil {
+		defer rec.Close()
 	}
 	before, err := read(p)
 	if err != nil {
@@ -102,6 +107,11 @@ func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time
 		return model.Sample{}, err
 	}
 	after, err := read(p)
+	if rec != nil {
+		if stopErr := rec.Stop(); stopErr != nil {
+			failed = &model.Profile{Note: stopErr.Error()}
+		}
+	}
 	if err != nil {
 		return model.Sample{}, err
 	}
@@ -109,7 +119,9 @@ func Take(ctx context.Context, d Exchanger, p *site.Path, c model.Case, dur time
 	if err != nil {
 		return model.Sample{}, err
 	}
-	return sampleFrom(c, before, after, x, marks)
+	s, err := sampleFrom(c, before, after, x, marks)
+	s.Profile = finishProfile(rec, failed, c, before, after, x)
+	return s, err
 }
 
 // traffic runs d's traffic: the whole exchange, unless d gathers its

@@ -99,6 +99,9 @@ type Params struct {
 	// spinners of the lowest priority (package awake), which takes the
 	// CPUs' wake-up time out of round trips.
 	KeepCPUsAwake bool `json:"keep_cpus_awake,omitempty"`
+	// Explain: each sample records every CPU's stacks and attributes them
+	// to the path's stages (package explain); Sample.Profile holds them.
+	Explain bool `json:"explain,omitempty"`
 }
 
 // Traffic patterns (study 001): how many server and client endpoints a
@@ -169,6 +172,9 @@ type Outcome struct {
 	// differ from it only in their mode (host among them), so that its
 	// sample i and theirs were taken side by side.
 	Paired bool `json:"paired,omitempty"`
+	// ExplainNote says why a case asked to be explained has no profile
+	// (no perf, endpoints this machine's profiler cannot see).
+	ExplainNote string `json:"explain_note,omitempty"`
 }
 
 // Interval is a slice of a sample, normally one second long.
@@ -198,6 +204,41 @@ type Sample struct {
 	// from merged histograms, never by averaging percentiles.
 	Latency   []byte     `json:"latency_hdr,omitempty"`
 	Intervals []Interval `json:"intervals,omitempty"`
+	// Profile is where the machine's CPU time went during the sample, by
+	// path stage; nil unless the case was explained (Params.Explain).
+	Profile *Profile `json:"profile,omitempty"`
+}
+
+// Profile is one sample's CPU time on every CPU of the machine, sampled
+// by stack and attributed to the stages of package explain.
+type Profile struct {
+	// PeriodNS is the CPU time one stack stands for.
+	PeriodNS int64 `json:"period_ns"`
+	// StagesS is the CPU seconds of each stage, idle and the profiler's
+	// own included.
+	StagesS map[string]float64 `json:"stages_s"`
+	// MachineBusyS is the machine's busy CPU time over the same window by
+	// /proc/stat, against which the stages are checked.
+	MachineBusyS float64 `json:"machine_busy_s"`
+	// Units is what a cost per unit divides by: the GB the servers
+	// received (streams) or the transactions (request/response), as the
+	// sample's cpu_s_per_gb or cpu_us_per_tx do; Unit names it ("GB",
+	// "tx").
+	Units float64 `json:"units"`
+	Unit  string  `json:"unit"`
+	// Stacks are the sampled stacks, folded root first
+	// ("comm;outer;...;inner"), with the stage each was attributed to.
+	Stacks []FoldedStack `json:"stacks,omitempty"`
+	// Note says why a sample asked to be profiled has no stacks (perf
+	// failed during it).
+	Note string `json:"note,omitempty"`
+}
+
+// FoldedStack is one distinct stack and how many samples had it.
+type FoldedStack struct {
+	Frames string `json:"f"`
+	Stage  string `json:"s"`
+	Count  int    `json:"n"`
 }
 
 // Environment is the fingerprint of the machine a run was made on.

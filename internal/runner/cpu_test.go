@@ -105,7 +105,7 @@ func TestCPUAttributesABusyLoop(t *testing.T) {
 	pid := loop.Cmd.Process.Pid
 	time.Sleep(100 * time.Millisecond)
 	ran := runTime(t, pid)
-	s, err := measure.Take(context.Background(), idleExchange{time.Second}, p, c, time.Second)
+	s, err := measure.Take(context.Background(), idleExchange{time.Second}, p, c, time.Second, nil)
 	ran = runTime(t, pid) - ran
 	if err != nil {
 		t.Fatal(err)

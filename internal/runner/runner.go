@@ -382,7 +382,7 @@ func (r *Runner) warmUp(ctx context.Context, drv driver.Driver, p *site.Path, c 
 		return nil
 	}
 	r.prog.Phase(c, "warm-up")
-	if _, err := takeOnPath(ctx, drv, p, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond); err != nil {
+	if _, err := takeOnPath(ctx, drv, p, *c, time.Duration(c.Params.WarmupMS)*time.Millisecond, nil); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
@@ -395,10 +395,10 @@ var errDaemonDied = errors.New("stopped: a daemon or guest of the case's network
 // takeOnPath takes a sample, ending it as soon as a daemon of the path's
 // network dies: with ovs-vswitchd gone, a client waited out its socket's
 // 60 s timeout before its case failed.
-func takeOnPath(ctx context.Context, drv driver.Driver, p *site.Path, c model.Case, d time.Duration) (model.Sample, error) {
+func takeOnPath(ctx context.Context, drv driver.Driver, p *site.Path, c model.Case, d time.Duration, prof measure.Profiler) (model.Sample, error) {
 	died := p.Died()
 	if died == nil {
-		return measure.Take(ctx, drv, p, c, d)
+		return measure.Take(ctx, drv, p, c, d, prof)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -411,7 +411,7 @@ func takeOnPath(ctx context.Context, drv driver.Driver, p *site.Path, c model.Ca
 		case <-done:
 		}
 	}()
-	s, err := measure.Take(sctx, drv, p, c, d)
+	s, err := measure.Take(sctx, drv, p, c, d, prof)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errDaemonDied) {
 		err = errDaemonDied
 	}
@@ -420,7 +420,7 @@ func takeOnPath(ctx context.Context, drv driver.Driver, p *site.Path, c model.Ca
 
 // takeSample takes and stores the case's next sample, appending it to
 // taken, unless the case has enough; it reports whether it took one.
-func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path, c *model.Case, taken *[]model.Sample) (bool, error) {
+func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path, c *model.Case, prof measure.Profiler, taken *[]model.Sample) (bool, error) {
 	i := len(*taken)
 	if stop, stoppedBy := enoughSamples(c.Params, primaries(c, *taken)); stop {
 		if stoppedBy != "" {
@@ -438,7 +438,7 @@ func (r *Runner) takeSample(ctx context.Context, drv driver.Driver, p *site.Path
 	var s model.Sample
 	for {
 		var err error
-		s, err = takeOnPath(ctx, drv, p, *c, time.Duration(c.Params.DurationMS)*time.Millisecond)
+		s, err = takeOnPath(ctx, drv, p, *c, time.Duration(c.Params.DurationMS)*time.Millisecond, prof)
 		if err != nil {
 			return false, fmt.Errorf("sample %d: %w", i+1, err)
 		}

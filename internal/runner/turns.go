@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cnbench/internal/driver"
+	"cnbench/internal/measure"
 	"cnbench/internal/model"
 	"cnbench/internal/site"
 )
@@ -81,6 +82,8 @@ type turn struct {
 	samples []model.Sample
 	err     error
 	done    bool
+	// prof profiles the case's samples; nil unless it is explained.
+	prof measure.Profiler
 }
 
 // runTurns measures cases that share a path with their engines taking
@@ -198,6 +201,9 @@ func (r *Runner) startTurns(ctx context.Context, turns []*turn) []*turn {
 		if t.err = r.warmUp(ctx, t.drv, t.path, t.c); t.err != nil {
 			continue
 		}
+		if t.prof, t.err = r.profilerFor(t.c, t.path); t.err != nil {
+			continue
+		}
 		live = append(live, t)
 	}
 	return live
@@ -231,7 +237,7 @@ func (r *Runner) round(ctx context.Context, seq []*turn) (bool, error) {
 		if t.done || t.err != nil {
 			continue
 		}
-		more, err := r.takeSample(ctx, t.drv, t.path, t.c, &t.samples)
+		more, err := r.takeSample(ctx, t.drv, t.path, t.c, t.prof, &t.samples)
 		var storeErr *storeError
 		switch {
 		case errors.As(err, &storeErr):

@@ -24,6 +24,7 @@ func (s *Spec) Expand() []model.Case {
 					params.DurationMS = s.Duration.Milliseconds()
 					params.WarmupMS = s.Warmup.Milliseconds()
 					params.Samples = s.Samples
+					params.Explain = s.Explain
 					for _, pl := range s.placements() {
 						params.Placement = ""
 						if pl != defaultPlacement {

@@ -96,7 +96,7 @@ func yamlError(file string, err error) *Error {
 }
 
 var (
-	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts", "swarm"}
+	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts", "swarm", "explain"}
 	topologyKeys = []string{"name", "nic_rate", "mtu", "gro", "gso", "tso", "tx_checksum"}
 )
 
@@ -210,6 +210,10 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 	}
 	if fd, ok := f["swarm"]; ok && !isNull(fd.value) {
 		s.Swarm = p.swarm(fd)
+	}
+	if fd, ok := f["explain"]; ok && !isNull(fd.value) {
+		on, _ := p.toggle(fd)
+		s.Explain = on == "on"
 	}
 	if fd, ok := f["placement"]; ok && !isNull(fd.value) {
 		s.Placements = p.placements(fd)

@@ -15,6 +15,8 @@ type Overrides struct {
 	Samples          *int
 	// Placements replace the placement axis.
 	Placements []string
+	// Explain, when set, turns profiling by stage on or off.
+	Explain *bool
 }
 
 // Apply sets the overrides after checking them with the same rules as the
@@ -55,6 +57,9 @@ func (s *Spec) Apply(o Overrides) error {
 	s.Duration, s.Warmup, s.Samples = duration, warmup, samples
 	if len(o.Placements) > 0 {
 		s.Placements = o.Placements
+	}
+	if o.Explain != nil {
+		s.Explain = *o.Explain
 	}
 	return nil
 }

@@ -36,6 +36,8 @@ type Spec struct {
 	Hosts []Host
 	// Swarm is where the swarm:* modes deploy; nil without one.
 	Swarm *Swarm
+	// Explain profiles every sample by path stage (package explain).
+	Explain bool
 
 	// File is the path the spec was read from; empty for specs built from
 	// flags.

@@ -24,6 +24,9 @@ func (s *Spec) YAML() ([]byte, error) {
 	put(doc, "duration", scalarNode(s.Duration.String()))
 	put(doc, "warmup", scalarNode(s.Warmup.String()))
 	put(doc, "samples", scalarNode(s.Samples))
+	if s.Explain {
+		put(doc, "explain", scalarNode(true))
+	}
 	put(doc, "modes", listNode(s.Modes, scalarNode))
 
 	topologies := &yaml.Node{Kind: yaml.SequenceNode}

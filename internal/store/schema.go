@@ -67,6 +67,9 @@ WHERE json_type(params, '$.stopped_by') IS NOT NULL OR json_type(params, '$.reta
 	// 4: the order a run's cases were taken in, so that a resume keeps
 	// it. Runs made before it was recorded took the default order.
 	`ALTER TABLE runs ADD COLUMN case_order TEXT NOT NULL DEFAULT 'shuffled';`,
+	// 5: where an explained sample's CPU time went (model.Profile), as
+	// JSON; NULL for samples that were not profiled.
+	`ALTER TABLE samples ADD COLUMN profile TEXT;`,
 }
 
 // schemaVersion is the newest schema this binary understands.

@@ -399,6 +399,14 @@ func (s *Store) AddSample(caseID int64, smp model.Sample) error {
 	if len(smp.Latency) > 0 {
 		latency = smp.Latency
 	}
+	var profile any
+	if smp.Profile != nil {
+		b, err := json.Marshal(smp.Profile)
+		if err != nil {
+			return fmt.Errorf("add sample %d to case %d: encode profile: %w", smp.Index, caseID, err)
+		}
+		profile = string(b)
+	}
 
 	tx, err := s.db.Begin()
 	if err != nil {
@@ -413,9 +421,9 @@ func (s *Store) AddSample(caseID int64, smp model.Sample) error {
 	if err != nil {
 		return fmt.Errorf("add sample %d to case %d: %w", smp.Index, caseID, err)
 	}
-	_, err = tx.Exec(`INSERT INTO samples (case_id, sample_index, started, duration_ns, metric_values, latency_hdr, intervals)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		caseID, smp.Index, formatTime(smp.Started), int64(smp.Duration), values, latency, intervals)
+	_, err = tx.Exec(`INSERT INTO samples (case_id, sample_index, started, duration_ns, metric_values, latency_hdr, intervals, profile)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		caseID, smp.Index, formatTime(smp.Started), int64(smp.Duration), values, latency, intervals, profile)
 	if err != nil {
 		return fmt.Errorf("add sample %d to case %d: %w", smp.Index, caseID, err)
 	}
@@ -525,7 +533,7 @@ func loadSamples(tx *sql.Tx, runID int64, cases []model.CaseResult) error {
 	for i := range cases {
 		byID[cases[i].ID] = &cases[i]
 	}
-	rows, err := tx.Query(`SELECT s.case_id, s.sample_index, s.started, s.duration_ns, s.metric_values, s.latency_hdr, s.intervals
+	rows, err := tx.Query(`SELECT s.case_id, s.sample_index, s.started, s.duration_ns, s.metric_values, s.latency_hdr, s.intervals, s.profile
 		FROM samples s JOIN cases c ON c.id = s.case_id
 		WHERE c.run_id = ? ORDER BY c.case_index, s.sample_index`, runID)
 	if err != nil {
@@ -541,8 +549,9 @@ func loadSamples(tx *sql.Tx, runID int64, cases []model.CaseResult) error {
 			values    string
 			latency   []byte
 			intervals sql.NullString
+			profile   sql.NullString
 		)
-		if err := rows.Scan(&caseID, &smp.Index, &started, &duration, &values, &latency, &intervals); err != nil {
+		if err := rows.Scan(&caseID, &smp.Index, &started, &duration, &values, &latency, &intervals, &profile); err != nil {
 			return fmt.Errorf("read samples: %w", err)
 		}
 		c := byID[caseID]
@@ -559,6 +568,12 @@ func loadSamples(tx *sql.Tx, runID int64, cases []model.CaseResult) error {
 		if intervals.Valid {
 			if err := json.Unmarshal([]byte(intervals.String), &smp.Intervals); err != nil {
 				return fmt.Errorf("decode intervals of sample %d of case %d: %w", smp.Index, c.Index, err)
+			}
+		}
+		if profile.Valid {
+			smp.Profile = new(model.Profile)
+			if err := json.Unmarshal([]byte(profile.String), smp.Profile); err != nil {
+				return fmt.Errorf("decode profile of sample %d of case %d: %w", smp.Index, c.Index, err)
 			}
 		}
 		c.Samples = append(c.Samples, smp)

@@ -1,0 +1,134 @@
+package explain
+
+import (
+	"math"
+	"sort"
+
+	"cnbench/internal/model"
+)
+
+// Breakdown is a case's CPU cost by stage: the CPU time of every CPU of
+// the machine over its profiled samples, per unit of work (GB received,
+// or transaction). Idle is left out and the profiler is shown apart.
+type Breakdown struct {
+	Unit    string `json:"unit"`    // "GB" or "tx"
+	Samples int    `json:"samples"` // profiled samples it sums
+	// PerUnitS is CPU seconds per unit by stage; TotalPerUnitS their sum.
+	PerUnitS      map[string]float64 `json:"per_unit_s"`
+	TotalPerUnitS float64            `json:"total_per_unit_s"`
+	// ProfilerPerUnitS is perf's own CPU per unit, in no stage above.
+	ProfilerPerUnitS float64 `json:"profiler_per_unit_s"`
+	// SampledBusyS is the busy CPU time the stacks stand for (every stage
+	// but idle, the profiler included); MachineBusyS the machine's busy
+	// time over the same windows by /proc/stat; AgreementPct how far the
+	// first is from the second, in percent of it.
+	SampledBusyS float64 `json:"sampled_busy_s"`
+	MachineBusyS float64 `json:"machine_busy_s"`
+	AgreementPct float64 `json:"agreement_pct"`
+	// OtherPct is the share of the busy time no stage named.
+	OtherPct float64 `json:"other_pct"`
+	// Notes say why samples have no profile.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// CaseBreakdown sums a case's profiled samples; ok is false if none has a
+// profile with work to divide by.
+func CaseBreakdown(samples []model.Sample) (Breakdown, bool) {
+	b := Breakdown{PerUnitS: map[string]float64{}}
+	stages := map[string]float64{}
+	units := 0.0
+	seenNote := map[string]bool{}
+	for _, s := range samples {
+		p := s.Profile
+		if p == nil {
+			continue
+		}
+		if p.Note != "" {
+			if !seenNote[p.Note] {
+				seenNote[p.Note] = true
+				b.Notes = append(b.Notes, p.Note)
+			}
+			continue
+		}
+		if !(p.Units > 0) || math.IsInf(p.Units, 0) {
+			continue
+		}
+		b.Samples++
+		b.Unit = p.Unit
+		units += p.Units
+		for stage, sec := range p.StagesS {
+			stages[stage] += sec
+			if stage != StageIdle {
+				b.SampledBusyS += sec
+			}
+		}
+		b.MachineBusyS += p.MachineBusyS
+	}
+	if b.Samples == 0 {
+		return b, false
+	}
+	for stage, sec := range stages {
+		switch stage {
+		case StageIdle:
+		case StageProfiler:
+			b.ProfilerPerUnitS = sec / units
+		default:
+			b.PerUnitS[stage] = sec / units
+			b.TotalPerUnitS += sec / units
+		}
+	}
+	if b.MachineBusyS > 0 {
+		b.AgreementPct = 100 * (b.SampledBusyS - b.MachineBusyS) / b.MachineBusyS
+	}
+	if busy := b.SampledBusyS - stages[StageProfiler]; busy > 0 {
+		b.OtherPct = 100 * stages[StageOther] / busy
+	}
+	return b, true
+}
+
+// StageDelta is one stage's share of what a case costs over its baseline.
+type StageDelta struct {
+	Stage    string  `json:"stage"`
+	DeltaS   float64 `json:"delta_s"`   // CPU seconds per unit, case minus baseline
+	SharePct float64 `json:"share_pct"` // of the total difference
+}
+
+// Delta is a case's cost over its baseline, by stage.
+type Delta struct {
+	Unit string `json:"unit"`
+	// TotalS is the difference of the totals per unit; Stages its parts,
+	// the largest first (by size, either sign).
+	TotalS float64      `json:"total_s"`
+	Stages []StageDelta `json:"stages"`
+}
+
+// Against compares a breakdown with its baseline's; ok is false when
+// they do not divide by the same unit.
+func (b Breakdown) Against(base Breakdown) (Delta, bool) {
+	if b.Unit != base.Unit || b.Samples == 0 || base.Samples == 0 {
+		return Delta{}, false
+	}
+	d := Delta{Unit: b.Unit, TotalS: b.TotalPerUnitS - base.TotalPerUnitS}
+	names := map[string]bool{}
+	for s := range b.PerUnitS {
+		names[s] = true
+	}
+	for s := range base.PerUnitS {
+		names[s] = true
+	}
+	for s := range names {
+		sd := StageDelta{Stage: s, DeltaS: b.PerUnitS[s] - base.PerUnitS[s]}
+		if d.TotalS != 0 {
+			sd.SharePct = 100 * sd.DeltaS / d.TotalS
+		}
+		d.Stages = append(d.Stages, sd)
+	}
+	sort.Slice(d.Stages, func(i, j int) bool {
+		ai, aj := math.Abs(d.Stages[i].DeltaS), math.Abs(d.Stages[j].DeltaS)
+		if ai != aj {
+			return ai > aj
+		}
+		return d.Stages[i].Stage < d.Stages[j].Stage
+	})
+	return d, true
+}

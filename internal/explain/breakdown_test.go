@@ -1,0 +1,62 @@
+package explain
+
+import (
+	"math"
+	"testing"
+
+	"cnbench/internal/model"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestBreakdownDividesBySummedUnits: two samples, worked by hand. Costs
+// per unit are sums over sums, not means of per-sample ratios; idle is
+// out, the profiler apart, a failed sample's note kept.
+func TestBreakdownDividesBySummedUnits(t *testing.T) {
+	samples := []model.Sample{
+		{Profile: &model.Profile{Unit: "GB", Units: 2, MachineBusyS: 1.0,
+			StagesS: map[string]float64{"tcp": 0.4, "bridge": 0.2, "idle": 1.0, "profiler": 0.02, "other": 0.1}}},
+		{Profile: &model.Profile{Unit: "GB", Units: 1, MachineBusyS: 0.5,
+			StagesS: map[string]float64{"tcp": 0.2, "bridge": 0.1, "idle": 1.5, "profiler": 0.01, "other": 0.05}}},
+		{Profile: &model.Profile{Note: "profile: perf exited"}},
+		{},
+	}
+	b, ok := CaseBreakdown(samples)
+	if !ok {
+		t.Fatal("no breakdown")
+	}
+	// tcp 0.6 s over 3 GB; bridge 0.3/3; other 0.15/3; total 1.05/3.
+	if !near(b.PerUnitS["tcp"], 0.2) || !near(b.PerUnitS["bridge"], 0.1) || !near(b.TotalPerUnitS, 0.35) {
+		t.Errorf("per unit = %v, total %g; want tcp 0.2, bridge 0.1, total 0.35", b.PerUnitS, b.TotalPerUnitS)
+	}
+	if _, ok := b.PerUnitS["idle"]; ok {
+		t.Error("idle is among the stages")
+	}
+	if !near(b.ProfilerPerUnitS, 0.01) {
+		t.Errorf("profiler per unit = %g, want 0.01", b.ProfilerPerUnitS)
+	}
+	// Sampled busy 1.08 s against 1.5 s measured: -28%.
+	if !near(b.SampledBusyS, 1.08) || !near(b.AgreementPct, -28) {
+		t.Errorf("sampled busy %g, agreement %g%%; want 1.08 and -28", b.SampledBusyS, b.AgreementPct)
+	}
+	// other 0.15 of 1.05 busy without the profiler.
+	if !near(b.OtherPct, 100*0.15/1.05) {
+		t.Errorf("other = %g%%, want %g", b.OtherPct, 100*0.15/1.05)
+	}
+	if b.Samples != 2 || len(b.Notes) != 1 {
+		t.Errorf("samples %d, notes %v; want 2 and the perf note", b.Samples, b.Notes)
+	}
+
+	host := Breakdown{Unit: "GB", Samples: 1, PerUnitS: map[string]float64{"tcp": 0.2, "other": 0.03}, TotalPerUnitS: 0.23}
+	d, ok := b.Against(host)
+	if !ok || !near(d.TotalS, 0.12) {
+		t.Fatalf("delta %+v, ok %v; want a total of 0.12", d, ok)
+	}
+	// bridge +0.1 (83.3%), other +0.02 (16.7%), tcp 0.
+	if d.Stages[0].Stage != "bridge" || !near(d.Stages[0].SharePct, 100*0.1/0.12) || d.Stages[1].Stage != "other" {
+		t.Errorf("stages %+v; want bridge first with 83.3%%, then other", d.Stages)
+	}
+	if _, ok := b.Against(Breakdown{Unit: "tx", Samples: 1}); ok {
+		t.Error("a breakdown per GB compared with one per transaction")
+	}
+}

@@ -1,0 +1,286 @@
+package explain
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"cnbench/internal/model"
+)
+
+// PeriodNS is the CPU time between two stacks of one CPU: 1 kHz keeps
+// perf's own cost near 1% of a core and gives a 1 s sample on two CPUs
+// 2000 stacks.
+const PeriodNS = 1_000_000
+
+// handshake bounds how long perf may take to answer a control command.
+const handshake = 15 * time.Second
+
+var (
+	availableOnce sync.Once
+	availableErr  error
+)
+
+// Available says why this machine cannot record every CPU's stacks, or
+// nil if it can: perf must be installed and allowed to sample the whole
+// machine. It tries once per process.
+func Available() error {
+	availableOnce.Do(func() {
+		path, err := exec.LookPath("perf")
+		if err != nil {
+			availableErr = errors.New("perf is not installed (Debian: linux-perf)")
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, path, "record", "-q", "-a", "-e", "cpu-clock", "-B", "-N", "-o", os.DevNull, "--", "true").CombinedOutput()
+		if err != nil {
+			availableErr = fmt.Errorf("perf cannot sample every CPU here: %s", lastLine(out, err))
+		}
+	})
+	return availableErr
+}
+
+// Profiler starts recordings of every CPU with perf.
+type Profiler struct {
+	Table *Table
+	// Process names a PID's process; default: ProcessNames.
+	Process func(pid int) string
+	// Dir holds the recordings while they are read; default: the
+	// system's temporary directory.
+	Dir string
+}
+
+// Recording is perf recording every CPU, from Start until Stop.
+type Recording struct {
+	table   *Table
+	process func(pid int) string
+	stopped bool
+	stopErr error
+	cmd     *exec.Cmd
+	ctl     *os.File
+	ack     *bufio.Reader
+	ackR    *os.File
+	data    string
+	errs    *bytes.Buffer
+	done    chan error
+}
+
+// Start starts perf with its events off, turns them on and returns once
+// perf has acknowledged: the recording covers what follows, not perf's
+// own start-up.
+func (p Profiler) Start(ctx context.Context) (*Recording, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(p.Dir, "cnb-profile-*.data")
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	f.Close()
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	ackR, ackW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	// No build IDs (-B, -N): perf would otherwise copy every binary it
+	// saw into ~/.debug; the symbols are read while the same kernel and
+	// binaries are still there.
+	cmd := exec.Command("perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-c", fmt.Sprint(PeriodNS),
+		"-B", "-N", "-D", "-1", "--control", "fd:3,4", "-o", f.Name())
+	cmd.ExtraFiles = []*os.File{ctlR, ackW}
+	errs := &bytes.Buffer{}
+	cmd.Stderr = errs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		ackR.Close()
+		ackW.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("profile: start perf: %w", err)
+	}
+	ctlR.Close()
+	ackW.Close()
+	process := p.Process
+	if process == nil {
+		process = ProcessNames()
+	}
+	r := &Recording{table: p.Table, process: process, cmd: cmd, ctl: ctlW, ack: bufio.NewReader(ackR), ackR: ackR, data: f.Name(), errs: errs, done: make(chan error, 1)}
+	go func() { r.done <- cmd.Wait() }()
+	if err := r.command("enable"); err != nil {
+		r.abandon()
+		return nil, err
+	}
+	return r, nil
+}
+
+// command sends perf one control command and waits for its ack.
+func (r *Recording) command(what string) error {
+	if _, err := io.WriteString(r.ctl, what+"\n"); err != nil {
+		return r.failed(what, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		line, err := r.ack.ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ack" {
+			err = fmt.Errorf("answered %q", line)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != nil {
+			return r.failed(what, err)
+		}
+		return nil
+	case err := <-r.done:
+		r.done <- err
+		return r.failed(what, fmt.Errorf("perf exited: %v", err))
+	case <-time.After(handshake):
+		return r.failed(what, fmt.Errorf("no answer in %s", handshake))
+	}
+}
+
+func (r *Recording) failed(what string, err error) error {
+	return fmt.Errorf("profile: perf %s: %w%s", what, err, stderrTail(r.errs.Bytes()))
+}
+
+// Stop turns the events off and ends perf; Profile then reads what it
+// recorded. Stop is cheap, so a sample's recording ends with its traffic.
+func (r *Recording) Stop() error {
+	if !r.stopped {
+		r.stopped = true
+		r.stopErr = r.stop()
+	}
+	return r.stopErr
+}
+
+func (r *Recording) stop() error {
+	defer r.ctl.Close()
+	defer r.ackR.Close()
+	if err := r.command("disable"); err != nil {
+		r.abandon()
+		return err
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-r.done:
+		if err != nil && !interrupted(err) {
+			os.Remove(r.data)
+			return fmt.Errorf("profile: perf record: %v%s", err, stderrTail(r.errs.Bytes()))
+		}
+	case <-time.After(handshake):
+		r.abandon()
+		return fmt.Errorf("profile: perf record did not end in %s", handshake)
+	}
+	return nil
+}
+
+// Profile stops the recording if it runs and attributes its stacks.
+func (r *Recording) Profile() (model.Profile, error) {
+	if err := r.Stop(); err != nil {
+		return model.Profile{}, err
+	}
+	return Read(r.data, r.table, r.process)
+}
+
+// Close stops the recording if it runs and removes its file.
+func (r *Recording) Close() {
+	_ = r.Stop()
+	os.Remove(r.data)
+}
+
+// abandon ends perf, by its PID, and removes what it wrote.
+func (r *Recording) abandon() {
+	_ = r.cmd.Process.Kill()
+	<-r.done
+	r.done <- nil
+	os.Remove(r.data)
+}
+
+// Read attributes a recording's stacks with perf script.
+func Read(data string, t *Table, process func(pid int) string) (model.Profile, error) {
+	cmd := exec.Command("perf", "script", "-i", data, "-F", scriptFields)
+	errs := &bytes.Buffer{}
+	cmd.Stderr = errs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return model.Profile{}, fmt.Errorf("profile: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return model.Profile{}, fmt.Errorf("profile: perf script: %w", err)
+	}
+	b := NewBuilder(t, process)
+	parseErr := ParseScript(out, func(s Stack) error { b.Add(s); return nil })
+	if parseErr != nil {
+		_, _ = io.Copy(io.Discard, out)
+	}
+	if err := cmd.Wait(); err != nil {
+		return model.Profile{}, fmt.Errorf("profile: perf script %s: %v%s", filepath.Base(data), err, stderrTail(errs.Bytes()))
+	}
+	if parseErr != nil {
+		return model.Profile{}, fmt.Errorf("profile: %w", parseErr)
+	}
+	return b.Profile(), nil
+}
+
+// ProcessNames names processes by /proc/PID/comm, remembering each so a
+// process that has ended by the time its stacks are read keeps its name
+// if it was asked for before.
+func ProcessNames() func(pid int) string {
+	names := map[int]string{0: "swapper"}
+	return func(pid int) string {
+		if n, ok := names[pid]; ok {
+			return n
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		names[pid] = strings.TrimSpace(string(b))
+		return names[pid]
+	}
+}
+
+func interrupted(err error) bool {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGINT {
+			return true
+		}
+	}
+	return false
+}
+
+func stderrTail(b []byte) string {
+	if s := lastLine(b, nil); s != "" {
+		return ": " + s
+	}
+	return ""
+}
+
+func lastLine(b []byte, err error) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return l
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
