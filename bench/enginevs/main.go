@@ -25,18 +25,18 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"cnbench/bench/benchkit"
 	"cnbench/internal/driver"
-	"cnbench/internal/engine"
 	"cnbench/internal/model"
 	modetable "cnbench/internal/modes"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
+	"cnbench/internal/stats"
 	"cnbench/internal/store"
 	"cnbench/internal/topo"
 	"cnbench/internal/workload"
@@ -44,26 +44,22 @@ import (
 
 func main() {
 	// This binary is also the native engine the runner starts.
-	if len(os.Args) > 1 && os.Args[1] == "engine" {
-		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
+	benchkit.ServeEngineIfAsked()
 	modes := flag.String("modes", "host,veth,bridge,macvlan", "modes to compare on (host in chc is loopback)")
 	samples := flag.Int("samples", 5, "samples per case; ratios use their medians")
 	duration := flag.Duration("duration", 5*time.Second, "length of each sample (whole seconds: the tools need them)")
 	db := flag.String("db", "", "keep the results in this database (default: a temporary one)")
 	place := flag.String("placement", "different_cores,none", "CPU pinnings to measure, as in scenarios; none leaves it to the scheduler")
 	flows := flag.Int("flows", 4, "the multi-flow rows' flow count (1 measures one flow only)")
+	latency := flag.Bool("latency", true, "measure tcp_rr round trips too (sockperf idles about 2 s per sample)")
 	flag.Parse()
-	if err := run(*modes, *samples, *duration, *place, *flows, *db); err != nil {
+	if err := run(*modes, *samples, *duration, *place, *flows, *latency, *db); err != nil {
 		fmt.Fprintln(os.Stderr, "enginevs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(modes string, samples int, duration time.Duration, place string, flows int, db string) error {
+func run(modes string, samples int, duration time.Duration, place string, flows int, latency bool, db string) error {
 	if db == "" {
 		dir, err := os.MkdirTemp("", "cnb-bench-")
 		if err != nil {
@@ -84,8 +80,10 @@ placement: [%s]
 engines: [native, iperf3, netperf, sockperf]
 workloads:
   - {type: tcp_stream, flows: 1, msg_size: 128K}
-  - {type: tcp_rr, request_size: 64, response_size: 64}
 `, duration.Milliseconds(), samples, modes, place)
+	if latency {
+		doc += "  - {type: tcp_rr, request_size: 64, response_size: 64}\n"
+	}
 	flowCounts := []int{1}
 	if flows > 1 {
 		doc += fmt.Sprintf("  - {type: tcp_stream, flows: %d, msg_size: 128K}\n", flows)
@@ -131,8 +129,9 @@ type row struct {
 	flows           int
 }
 
-// median of the metric over a case's samples, or 0 if the case has none.
-func median(res *model.RunResult, r row, workload, engine, metric string) float64 {
+// samples of the metric over a case, in the order they were taken: the
+// engines of a path took turns, so sample i of two engines ran side by side.
+func samples(res *model.RunResult, r row, workload, engine, metric string) []float64 {
 	placement := r.placement
 	if placement == "none" {
 		placement = "" // how the scenario records it
@@ -148,22 +147,15 @@ func median(res *model.RunResult, r row, workload, engine, metric string) float6
 				xs = append(xs, v)
 			}
 		}
-		if len(xs) == 0 {
-			return 0
-		}
-		sort.Float64s(xs)
-		if n := len(xs); n%2 == 0 {
-			return (xs[n/2-1] + xs[n/2]) / 2
-		}
-		return xs[len(xs)/2]
+		return xs
 	}
-	return 0
+	return nil
 }
 
 func printRatios(res *model.RunResult, modes, placements []string, flowCounts []int) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "mode\tpinning\tflows\tnative Gbit/s\tiperf3\tnetperf\tthroughput ratio (>=1.00) iperf3\tnetperf\t"+
-		"native s/GB\tiperf3\tnetperf\tcpu ratio (<=1.00) iperf3\tnetperf\t"+
+	fmt.Fprintf(w, "mode\tpinning\tflows\tnative Gbit/s\tiperf3\tnetperf\tthroughput ratio (>=1.00) iperf3\tnetperf\tpaired, 95%% CI, iperf3\t"+
+		"native s/GB\tiperf3\tnetperf\tcpu ratio (<=1.00) iperf3\tnetperf\tpaired, 95%% CI, iperf3\t"+
 		"native rtt us\tsockperf\tnetperf\tlatency ratio (<=1.10) sockperf\tnetperf\t\n")
 	for _, m := range modes {
 		for _, p := range placements {
@@ -174,21 +166,42 @@ func printRatios(res *model.RunResult, modes, placements []string, flowCounts []
 	}
 	w.Flush()
 	fmt.Printf("medians of %d alternated samples per engine; run %d, %s\n", res.Cases[0].Params.Samples, res.Run.ID, res.Run.Env.CPUModel)
+	fmt.Println("paired: the geometric mean of the per-turn ratios and its 95% interval; ok: the target is met,",
+		"tie: the interval holds 1 (no significant difference), MISS: the native engine is worse beyond the noise")
 }
 
 func printRow(w *tabwriter.Writer, res *model.RunResult, r row) {
-	at := func(workload, engine, metric string) float64 { return median(res, r, workload, engine, metric) }
+	at := func(workload, engine, metric string) []float64 { return samples(res, r, workload, engine, metric) }
 	tn, ti, tp := at("tcp_stream", "native", model.ThroughputBPS), at("tcp_stream", "iperf3", model.ThroughputBPS), at("tcp_stream", "netperf", model.ThroughputBPS)
 	cn, ci, cp := at("tcp_stream", "native", model.CPUSPerGB), at("tcp_stream", "iperf3", model.CPUSPerGB), at("tcp_stream", "netperf", model.CPUSPerGB)
-	var ln, ls, lp float64
+	var ln, ls, lp []float64
 	if r.flows == 1 {
 		ln, ls, lp = at("tcp_rr", "native", model.LatencyMeanUS), at("tcp_rr", "sockperf", model.LatencyMeanUS), at("tcp_rr", "netperf", model.LatencyMeanUS)
 	}
-	fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
+	m := benchkit.Median
+	fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
 		label(r.mode), r.placement, r.flows,
-		tn/1e9, ti/1e9, tp/1e9, ratio(tn, ti, 1.00, true), ratio(tn, tp, 1.00, true),
-		cn, ci, cp, ratio(cn, ci, 1.00, false), ratio(cn, cp, 1.00, false),
-		ln, ls, lp, ratio(ln, ls, 1.10, false), ratio(ln, lp, 1.10, false))
+		m(tn)/1e9, m(ti)/1e9, m(tp)/1e9, ratio(m(tn), m(ti), 1.00, true), ratio(m(tn), m(tp), 1.00, true), paired(tn, ti, true),
+		m(cn), m(ci), m(cp), ratio(m(cn), m(ci), 1.00, false), ratio(m(cn), m(cp), 1.00, false), paired(cn, ci, false),
+		m(ln), m(ls), m(lp), ratio(m(ln), m(ls), 1.10, false), ratio(m(ln), m(lp), 1.10, false))
+}
+
+// paired is the native engine's per-turn ratio to a reference with its
+// interval: ok when the target of 1 is met, tie when the interval holds
+// 1, MISS when the native engine is worse beyond the noise.
+func paired(native, ref []float64, higherIsBetter bool) string {
+	r := stats.PairedRatio(native, ref)
+	if r.N < 2 {
+		return "n/a"
+	}
+	verdict := "ok"
+	switch {
+	case higherIsBetter && r.CI95High < 1, !higherIsBetter && r.CI95Low > 1:
+		verdict = "MISS"
+	case higherIsBetter && r.Ratio < 1, !higherIsBetter && r.Ratio > 1:
+		verdict = "tie"
+	}
+	return fmt.Sprintf("%.3f [%.3f, %.3f] %s", r.Ratio, r.CI95Low, r.CI95High, verdict)
 }
 
 func label(m string) string {

@@ -27,21 +27,16 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"cnbench/internal/driver"
-	"cnbench/internal/engine"
+	"cnbench/bench/benchkit"
 	"cnbench/internal/model"
-	"cnbench/internal/modes"
 	"cnbench/internal/runner"
-	"cnbench/internal/scenario"
 	"cnbench/internal/stats"
 	"cnbench/internal/store"
-	"cnbench/internal/topo"
 	"cnbench/internal/workload"
 )
 
@@ -58,12 +53,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "spin" {
 		spin()
 	}
-	if len(os.Args) > 1 && os.Args[1] == "engine" {
-		if err := engine.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
+	benchkit.ServeEngineIfAsked()
 	var s settings
 	flag.StringVar(&s.mode, "mode", "bridge", "the mode compared with host")
 	flag.StringVar(&s.topology, "topology", "chc", "the topology both run in")
@@ -91,16 +81,11 @@ type outcome struct {
 }
 
 func run(s settings) error {
-	dir, err := os.MkdirTemp("", "cnb-bench-")
+	st, done, err := benchkit.TempStore()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	st, err := store.Open(filepath.Join(dir, "bench.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer done()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if s.drift > 0 {
@@ -148,32 +133,12 @@ func run(s settings) error {
 func once(ctx context.Context, st *store.Store, s settings, paired bool) (outcome, error) {
 	doc := fmt.Sprintf("name: pairing\nduration: %dms\nwarmup: 1s\nsamples: %d\nmodes: [host, %s]\ntopologies: [%s]\nplacement: [%s]\nworkloads:\n  - {type: %s}\n",
 		s.duration.Milliseconds(), s.max, s.mode, s.topology, s.placement, s.load)
-	spec, err := scenario.Parse("pairing", []byte(doc), scenario.Vocabulary{
-		Modes: modes.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
-	})
-	if err != nil {
-		return outcome{}, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return outcome{}, err
-	}
-	r, err := runner.New(st, runner.Options{EngineCommand: []string{self, "engine"}, Progress: os.Stderr,
-		Pairing: paired, Order: runner.OrderSequential})
-	if err != nil {
-		return outcome{}, err
-	}
-	defer r.Close()
 	began := time.Now()
-	id, err := r.Run(ctx, spec)
+	res, err := benchkit.Run(ctx, st, "pairing", doc, runner.Options{Progress: os.Stderr, Pairing: paired, Order: runner.OrderSequential})
 	if err != nil {
 		return outcome{}, err
 	}
 	wall := time.Since(began)
-	res, err := st.LoadRun(id)
-	if err != nil {
-		return outcome{}, err
-	}
 	host, mode := primaries(res, "host", s.load), primaries(res, s.mode, s.load)
 	compare := stats.UnpairedRatio
 	if paired {

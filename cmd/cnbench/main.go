@@ -177,7 +177,7 @@ cost against the native host baseline.`,
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
 		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newSuitesCommand(), newValidateCommand())
-	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand())
+	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand(), newExplainCommand())
 	root.AddCommand(newGuestAgentCommand())
 	root.AddCommand(newAgentCommand())
 	argsAreUsage(root)

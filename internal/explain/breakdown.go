@@ -10,6 +10,16 @@ import (
 // Breakdown is a case's CPU cost by stage: the CPU time of every CPU of
 // the machine over its profiled samples, per unit of work (GB received,
 // or transaction). Idle is left out and the profiler is shown apart.
+//
+// The stacks say how the busy time splits; how much busy time there was
+// is the kernel's count (/proc/stat). The two differ because the
+// cpu-clock event's timer cannot fire while a CPU has interrupts off and
+// may be delivered late in a VM, and the kernel skips the periods it
+// missed: here the stacks stood for 89-95% of the busy time. So the
+// stages are scaled to the kernel's busy time, and StacksCoverPct says
+// how much of it the stacks saw. Periods lost with interrupts off are
+// spread over every stage by that scaling, not given to the code that
+// held them off.
 type Breakdown struct {
 	Unit    string `json:"unit"`    // "GB" or "tx"
 	Samples int    `json:"samples"` // profiled samples it sums
@@ -18,13 +28,14 @@ type Breakdown struct {
 	TotalPerUnitS float64            `json:"total_per_unit_s"`
 	// ProfilerPerUnitS is perf's own CPU per unit, in no stage above.
 	ProfilerPerUnitS float64 `json:"profiler_per_unit_s"`
-	// SampledBusyS is the busy CPU time the stacks stand for (every stage
-	// but idle, the profiler included); MachineBusyS the machine's busy
-	// time over the same windows by /proc/stat; AgreementPct how far the
-	// first is from the second, in percent of it.
-	SampledBusyS float64 `json:"sampled_busy_s"`
-	MachineBusyS float64 `json:"machine_busy_s"`
-	AgreementPct float64 `json:"agreement_pct"`
+	// SampledBusyS is the busy CPU time the stacks stand for at one
+	// period each (every stage but idle, the profiler included);
+	// MachineBusyS the machine's busy time over the same windows by
+	// /proc/stat, to which the stages are scaled; StacksCoverPct the
+	// first in percent of the second.
+	SampledBusyS   float64 `json:"sampled_busy_s"`
+	MachineBusyS   float64 `json:"machine_busy_s"`
+	StacksCoverPct float64 `json:"stacks_cover_pct"`
 	// OtherPct is the share of the busy time no stage named.
 	OtherPct float64 `json:"other_pct"`
 	// Notes say why samples have no profile.
@@ -67,18 +78,20 @@ func CaseBreakdown(samples []model.Sample) (Breakdown, bool) {
 	if b.Samples == 0 {
 		return b, false
 	}
+	scale := 1.0
+	if b.MachineBusyS > 0 && b.SampledBusyS > 0 {
+		scale = b.MachineBusyS / b.SampledBusyS
+		b.StacksCoverPct = 100 * b.SampledBusyS / b.MachineBusyS
+	}
 	for stage, sec := range stages {
 		switch stage {
 		case StageIdle:
 		case StageProfiler:
-			b.ProfilerPerUnitS = sec / units
+			b.ProfilerPerUnitS = sec * scale / units
 		default:
-			b.PerUnitS[stage] = sec / units
-			b.TotalPerUnitS += sec / units
+			b.PerUnitS[stage] = sec * scale / units
+			b.TotalPerUnitS += sec * scale / units
 		}
-	}
-	if b.MachineBusyS > 0 {
-		b.AgreementPct = 100 * (b.SampledBusyS - b.MachineBusyS) / b.MachineBusyS
 	}
 	if busy := b.SampledBusyS - stages[StageProfiler]; busy > 0 {
 		b.OtherPct = 100 * stages[StageOther] / busy

@@ -25,19 +25,23 @@ func TestBreakdownDividesBySummedUnits(t *testing.T) {
 	if !ok {
 		t.Fatal("no breakdown")
 	}
-	// tcp 0.6 s over 3 GB; bridge 0.3/3; other 0.15/3; total 1.05/3.
-	if !near(b.PerUnitS["tcp"], 0.2) || !near(b.PerUnitS["bridge"], 0.1) || !near(b.TotalPerUnitS, 0.35) {
-		t.Errorf("per unit = %v, total %g; want tcp 0.2, bridge 0.1, total 0.35", b.PerUnitS, b.TotalPerUnitS)
+	// The stacks stand for 1.08 busy CPU-s (0.72 + 0.36), the kernel
+	// counted 1.5: they cover 72%, and every stage is scaled by 1.5/1.08.
+	// tcp 0.6 s over 3 GB, bridge 0.3, other 0.15, the profiler 0.03.
+	scale := 1.5 / 1.08
+	if !near(b.PerUnitS["tcp"], 0.6*scale/3) || !near(b.PerUnitS["bridge"], 0.3*scale/3) || !near(b.TotalPerUnitS, 1.05*scale/3) {
+		t.Errorf("per unit = %v, total %g; want tcp %g, bridge %g, total %g", b.PerUnitS, b.TotalPerUnitS, 0.6*scale/3, 0.3*scale/3, 1.05*scale/3)
 	}
 	if _, ok := b.PerUnitS["idle"]; ok {
 		t.Error("idle is among the stages")
 	}
-	if !near(b.ProfilerPerUnitS, 0.01) {
-		t.Errorf("profiler per unit = %g, want 0.01", b.ProfilerPerUnitS)
+	if !near(b.ProfilerPerUnitS, 0.03*scale/3) {
+		t.Errorf("profiler per unit = %g, want %g", b.ProfilerPerUnitS, 0.03*scale/3)
 	}
-	// Sampled busy 1.08 s against 1.5 s measured: -28%.
-	if !near(b.SampledBusyS, 1.08) || !near(b.AgreementPct, -28) {
-		t.Errorf("sampled busy %g, agreement %g%%; want 1.08 and -28", b.SampledBusyS, b.AgreementPct)
+	// The stages and the profiler add up to the kernel's busy time.
+	if !near(b.TotalPerUnitS+b.ProfilerPerUnitS, 1.5/3) || !near(b.SampledBusyS, 1.08) || !near(b.StacksCoverPct, 72) {
+		t.Errorf("total %g + profiler %g, sampled busy %g, cover %g%%; want 0.5 in all, 1.08 and 72",
+			b.TotalPerUnitS, b.ProfilerPerUnitS, b.SampledBusyS, b.StacksCoverPct)
 	}
 	// other 0.15 of 1.05 busy without the profiler.
 	if !near(b.OtherPct, 100*0.15/1.05) {
@@ -47,8 +51,9 @@ func TestBreakdownDividesBySummedUnits(t *testing.T) {
 		t.Errorf("samples %d, notes %v; want 2 and the perf note", b.Samples, b.Notes)
 	}
 
+	mode := Breakdown{Unit: "GB", Samples: 1, PerUnitS: map[string]float64{"tcp": 0.2, "bridge": 0.1, "other": 0.05}, TotalPerUnitS: 0.35}
 	host := Breakdown{Unit: "GB", Samples: 1, PerUnitS: map[string]float64{"tcp": 0.2, "other": 0.03}, TotalPerUnitS: 0.23}
-	d, ok := b.Against(host)
+	d, ok := mode.Against(host)
 	if !ok || !near(d.TotalS, 0.12) {
 		t.Fatalf("delta %+v, ok %v; want a total of 0.12", d, ok)
 	}

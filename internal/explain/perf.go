@@ -27,28 +27,41 @@ const PeriodNS = 1_000_000
 const handshake = 15 * time.Second
 
 var (
-	availableOnce sync.Once
-	availableErr  error
+	triedMu sync.Mutex
+	tried   = map[string]error{} // by perf's path
 )
 
 // Available says why this machine cannot record every CPU's stacks, or
-// nil if it can: perf must be installed and allowed to sample the whole
-// machine. It tries once per process.
+// nil if it can: perf must be on the PATH and allowed to sample the whole
+// machine. Each perf found is tried once.
 func Available() error {
-	availableOnce.Do(func() {
-		path, err := exec.LookPath("perf")
-		if err != nil {
-			availableErr = errors.New("perf is not installed (Debian: linux-perf)")
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, path, "record", "-q", "-a", "-e", "cpu-clock", "-B", "-N", "-o", os.DevNull, "--", "true").CombinedOutput()
-		if err != nil {
-			availableErr = fmt.Errorf("perf cannot sample every CPU here: %s", lastLine(out, err))
-		}
-	})
-	return availableErr
+	path, err := exec.LookPath("perf")
+	if err != nil {
+		return errors.New("perf is not installed (Debian: linux-perf)")
+	}
+	triedMu.Lock()
+	defer triedMu.Unlock()
+	if err, ok := tried[path]; ok {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "record", "-q", "-a", "-e", "cpu-clock", "-B", "-N", "-o", os.DevNull, "--", "true").CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("perf cannot sample every CPU here: %s", lastLine(out, err))
+	}
+	tried[path] = err
+	return err
+}
+
+// recordArgs are perf record's arguments: every CPU, kernel and user
+// call stacks on the cpu-clock event, events off until the control pipe
+// turns them on. No build IDs (-B,
+// -N): perf would otherwise copy every binary it saw into ~/.debug; the
+// symbols are read while the same kernel and binaries are still there.
+func recordArgs(out string) []string {
+	return []string{"record", "-q", "-a", "-e", fmt.Sprintf("cpu-clock/period=%d,call-graph=fp/", PeriodNS),
+		"-B", "-N", "-D", "-1", "--control", "fd:3,4", "-o", out}
 }
 
 // Profiler starts recordings of every CPU with perf.
@@ -100,11 +113,7 @@ func (p Profiler) Start(ctx context.Context) (*Recording, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("profile: %w", err)
 	}
-	// No build IDs (-B, -N): perf would otherwise copy every binary it
-	// saw into ~/.debug; the symbols are read while the same kernel and
-	// binaries are still there.
-	cmd := exec.Command("perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-c", fmt.Sprint(PeriodNS),
-		"-B", "-N", "-D", "-1", "--control", "fd:3,4", "-o", f.Name())
+	cmd := exec.Command("perf", recordArgs(f.Name())...)
 	cmd.ExtraFiles = []*os.File{ctlR, ackW}
 	errs := &bytes.Buffer{}
 	cmd.Stderr = errs
@@ -140,7 +149,9 @@ func (r *Recording) command(what string) error {
 	got := make(chan error, 1)
 	go func() {
 		line, err := r.ack.ReadString('\n')
-		if err == nil && strings.TrimSpace(line) != "ack" {
+		// perf writes the ack with its C string's NUL, which then leads
+		// the next one.
+		if err == nil && strings.Trim(line, "\x00 \n") != "ack" {
 			err = fmt.Errorf("answered %q", line)
 		}
 		got <- err

@@ -11,11 +11,11 @@ import (
 // Stage is one row of the table: a named part of the path and the
 // symbols and processes whose time is its.
 type Stage struct {
-	Name      string   `yaml:"name"`
-	Title     string   `yaml:"title"`
-	About     string   `yaml:"about"`
-	Symbols   []string `yaml:"symbols"`
-	Processes []string `yaml:"processes"`
+	Name      string   `yaml:"name" json:"name"`
+	Title     string   `yaml:"title" json:"title"`
+	About     string   `yaml:"about" json:"about"`
+	Symbols   []string `yaml:"symbols" json:"-"`
+	Processes []string `yaml:"processes" json:"-"`
 }
 
 // The stages every table has, which attribution itself relies on.

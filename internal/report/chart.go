@@ -40,6 +40,7 @@ var ChartKinds = []ChartKind{
 	{"cdf", "latency distribution (CDF) per mode, from the merged histograms"},
 	{"cpu", "CPU cost: CPU cores per Gbit/s for streams (cpu_s_per_gb / 8), CPU time per transaction for request/response"},
 	{"overhead", "each mode's cost against the host baseline of the same case, in percent"},
+	{"explain", "for runs made with --explain: each case's CPU time on every CPU per GB or per transaction, stacked by path stage"},
 }
 
 // ChartKindNames lists the names of ChartKinds.
@@ -122,6 +123,8 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 		return cs.latencyCharts()
 	case "cdf":
 		return cs.cdfCharts()
+	case "explain":
+		return cs.explainCharts()
 	case "cpu":
 		for _, w := range cs.workloads() {
 			cases := cs.measured(w)
@@ -253,14 +256,7 @@ func (cs *chartSet) barChart(id, kind, title, yLabel string, cases []CaseReport,
 	}
 	p := newPlot("", "", yLabel)
 	p.Add(bars)
-	p.X.Tick.Marker = groupTicks(groups)
-	p.X.Tick.Length = 0
-	var leftPad vg.Length
-	if longest(groups) > 10 && len(groups) > 3 {
-		p.X.Tick.Label.Rotation = math.Pi / 8
-		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
-		leftPad = p.X.Tick.Label.Width(groups[0]) * vg.Length(math.Cos(math.Pi/8))
-	}
+	leftPad := labelGroups(p, groups)
 	_, _, ymin, ymax := bars.DataRange()
 	p.Y.Min, p.Y.Max = min(0, ymin*1.08), max(0, ymax*1.08)
 	width := max(7.5*vg.Inch, vg.Length(len(groups)*len(bars.series))*vg.Points(18)+vg.Points(120))
@@ -268,6 +264,20 @@ func (cs *chartSet) barChart(id, kind, title, yLabel string, cases []CaseReport,
 	ch.leftPad = leftPad
 	ch.Values = barValues(bars, groups)
 	return ch, true
+}
+
+// labelGroups names the groups under their bars, slanted where long
+// labels would collide, and returns the room the first label needs left
+// of the plot.
+func labelGroups(p *plot.Plot, groups []string) vg.Length {
+	p.X.Tick.Marker = groupTicks(groups)
+	p.X.Tick.Length = 0
+	if longest(groups) <= 10 || len(groups) <= 3 {
+		return 0
+	}
+	p.X.Tick.Label.Rotation = math.Pi / 8
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	return p.X.Tick.Label.Width(groups[0]) * vg.Length(math.Cos(math.Pi/8))
 }
 
 func longest(ss []string) int {

@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/plot/font"
 
+	"cnbench/internal/explain"
 	"cnbench/internal/model"
 )
 
@@ -34,6 +35,22 @@ type htmlPage struct {
 	Skipped  []CaseReport
 	Warnings []string
 	FontCSS  template.CSS
+	// Flames are the explained cases' flame graphs, StageLegend their
+	// colours.
+	Flames      []htmlFlame
+	StageLegend []htmlSwatch
+}
+
+type htmlFlame struct {
+	Index        int
+	Key, Summary string
+	Note         string
+	SVG          template.HTML
+}
+
+type htmlSwatch struct {
+	Name  string
+	Color template.CSS
 }
 
 type htmlSection struct {
@@ -57,6 +74,7 @@ type htmlChart struct {
 var sectionTitles = map[string]string{
 	"bars": "Results by mode", "flows": "Throughput against flows", "msgsize": "Throughput against message size",
 	"latency": "Latency percentiles", "cdf": "Latency distribution", "cpu": "CPU cost", "overhead": "Overhead against host",
+	"explain": "Where the CPU time went",
 }
 
 // emptyReasons say why a run has no chart of a kind.
@@ -68,6 +86,7 @@ var emptyReasons = map[string]string{
 	"cdf":      "No case has latency histograms.",
 	"cpu":      "No case measured CPU cost.",
 	"overhead": "No case has a host baseline with the same topology, workload and parameters.",
+	"explain":  "No case was explained; run with --explain to profile each sample by path stage.",
 }
 
 // maxPageChartWidth is the widest chart the page shows whole; it fits the
@@ -121,6 +140,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		}
 		page.Sections = append(page.Sections, sec)
 	}
+	page.Flames, page.StageLegend = flames(rep)
 	if page.FontCSS, err = fontFaceCSS(); err != nil {
 		return err
 	}
@@ -168,3 +188,31 @@ func fontFaceCSS() (template.CSS, error) {
 
 // NoChartReason says why a run has no chart of kind.
 func NoChartReason(kind string) string { return emptyReasons[kind] }
+
+// flames draws each explained case's flame graph.
+func flames(rep *Report) ([]htmlFlame, []htmlSwatch) {
+	colors := stageColors(explain.Default.Stages)
+	var out []htmlFlame
+	for _, c := range rep.Cases {
+		e := c.Explanation
+		if e == nil {
+			continue
+		}
+		f := htmlFlame{Index: c.Index, Key: c.Key, Summary: e.Summary(c.Case), Note: e.Note}
+		if e.Breakdown != nil {
+			// Our own SVG: every name in it is escaped (flameSVG).
+			f.SVG = template.HTML(flameSVG(e.stacks, colors))
+			f.Note = ""
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	var legend []htmlSwatch
+	for _, s := range explain.Default.Stages {
+		c := colors[s.Name]
+		legend = append(legend, htmlSwatch{s.Name, template.CSS(fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B))})
+	}
+	return out, legend
+}

@@ -42,6 +42,7 @@ type jsonCase struct {
 	OverheadPct map[string]float64    `json:"overhead_pct,omitempty"`
 	VsHostPct   map[string]float64    `json:"vs_host_pct,omitempty"`
 	VsHostRatio map[string]jsonChange `json:"vs_host_ratio,omitempty"`
+	Explanation *Explanation          `json:"explanation,omitempty"`
 }
 
 // jsonChange is a metric of a case against its host case.
@@ -92,6 +93,7 @@ func (r *Report) toJSON() jsonReport {
 			Metrics:     make(map[string]jsonMetric, len(c.Metrics)),
 			OverheadPct: c.OverheadPct,
 			VsHostPct:   c.VsHostPct,
+			Explanation: c.Explanation,
 		}
 		for name, ch := range c.VsHost {
 			if jc.VsHostRatio == nil {

@@ -69,6 +69,9 @@ type CaseReport struct {
 	// latency merges the samples' latency histograms, for the CDF chart;
 	// nil for cases without transactions.
 	latency *hdrhistogram.Histogram
+	// Explanation is where the case's CPU time went, by path stage; nil
+	// unless the case was explained.
+	Explanation *Explanation
 }
 
 // Build summarises every case of res and computes overheads. Skipped and
@@ -76,7 +79,7 @@ type CaseReport struct {
 func Build(res *model.RunResult) *Report {
 	rep := &Report{Run: res.Run, Cases: make([]CaseReport, 0, len(res.Cases))}
 	for _, c := range res.Cases {
-		cr := CaseReport{Case: c.Case}
+		cr := CaseReport{Case: c.Case, Explanation: explanationOf(c)}
 		if c.Status != model.StatusSkipped && c.Status != model.StatusFailed {
 			cr.Metrics, cr.samples, cr.latency = summarizeCase(c, &rep.Warnings)
 		}
@@ -84,6 +87,7 @@ func Build(res *model.RunResult) *Report {
 	}
 	rep.Warnings = append(rep.Warnings, accelWarnings(res)...)
 	addOverheads(rep.Cases)
+	addExplanationDeltas(rep.Cases)
 	return rep
 }
 

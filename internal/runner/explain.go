@@ -25,8 +25,8 @@ func (r *Runner) profilerFor(c *model.Case, p *site.Path) (measure.Profiler, err
 	if note == "" {
 		return stackProfiler{explain.Profiler{Table: explain.Default}}, nil
 	}
-	c.Outcome.ExplainNote = "not explained: " + note
-	r.prog.Printf("%s", c.Outcome.ExplainNote)
+	c.Outcome.ExplainNote = note
+	r.prog.Printf("case %d is not explained: %s", c.Index, note)
 	if err := r.store.SetCaseOutcome(c.ID, c.Outcome); err != nil {
 		return nil, &storeError{err}
 	}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cnbench/internal/explain"
+	"cnbench/internal/report"
+	"cnbench/internal/testutil"
+)
+
+type explainedCase struct {
+	Index       int                `json:"index"`
+	Key         string             `json:"key"`
+	Summary     string             `json:"summary"`
+	Explanation report.Explanation `json:"explanation"`
+	// engineCPUPerUnit is the engines' own CPU seconds per unit of the
+	// case (cpu_s_per_gb, cpu_us_per_tx), from report --format json.
+	engineCPUPerUnit float64
+}
+
+func explained(t *testing.T, db string) map[string]explainedCase {
+	t.Helper()
+	code, out, errOut := runCLI(t, "explain", "--db", db, "--format", "json")
+	if code != 0 {
+		t.Fatalf("explain exited %d: %s", code, errOut)
+	}
+	var doc struct {
+		Cases []explainedCase `json:"cases"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("explain --format json: %v\n%s", err, out)
+	}
+	code, out, errOut = runCLI(t, "report", "--db", db, "--format", "json")
+	if code != 0 {
+		t.Fatalf("report exited %d: %s", code, errOut)
+	}
+	var rep struct {
+		Cases []struct {
+			Key     string `json:"key"`
+			Metrics map[string]struct {
+				Mean float64 `json:"mean"`
+			} `json:"metrics"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	perUnit := map[string]float64{}
+	for _, c := range rep.Cases {
+		perUnit[c.Key] = c.Metrics["cpu_s_per_gb"].Mean + c.Metrics["cpu_us_per_tx"].Mean/1e6
+	}
+	byMode := map[string]explainedCase{}
+	for _, c := range doc.Cases {
+		c.engineCPUPerUnit = perUnit[c.Key]
+		// mode/topology/workload(params)/engine
+		parts := strings.SplitN(c.Key, "/", 4)
+		name := parts[0]
+		if len(parts) > 2 && strings.HasPrefix(parts[2], "tcp_rr") {
+			name += " rr"
+		}
+		byMode[name] = c
+	}
+	return byMode
+}
+
+// TestExplainShowsEachModesStages runs host, bridge and nat with
+// --explain and reads the signatures a reviewer would look for: bridge
+// work in bridge and not in host, NAT and netfilter in nat; the stages
+// of every case add up to the machine's busy time by /proc/stat within
+// 5%, with less than 15% left to "other".
+func TestExplainShowsEachModesStages(t *testing.T) {
+	testutil.RequireRoot(t)
+	if err := explain.Available(); err != nil {
+		t.Skip("cannot profile here: ", err)
+	}
+	db := filepath.Join(t.TempDir(), "explain.db")
+	code, _, errOut := runCLI(t, "run", "-q", "--db", db, "--modes", "host,bridge,nat", "--topologies", "chc",
+		"--workloads", "tcp_stream,tcp_rr", "--samples", "2", "--duration", "1s", "--warmup", "200ms", "--explain")
+	if code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	cases := explained(t, db)
+	for _, mode := range []string{"host", "bridge", "nat", "host rr", "bridge rr", "nat rr"} {
+		c, ok := cases[mode]
+		if !ok || c.Explanation.Breakdown == nil {
+			t.Fatalf("%s has no breakdown: %+v", mode, c)
+		}
+		b := c.Explanation.Breakdown
+		t.Logf("%s: %.4g CPU-s per %s, stacks cover %.1f%%, other %.1f%%: %v", mode, b.TotalPerUnitS, b.Unit, b.StacksCoverPct, b.OtherPct, b.PerUnitS)
+		if unit := map[bool]string{true: "tx", false: "GB"}[strings.HasSuffix(mode, " rr")]; b.Unit != unit || b.Samples != 2 {
+			t.Errorf("%s: unit %q over %d samples; want %s over 2", mode, b.Unit, b.Samples, unit)
+		}
+		// The stacks may miss periods (interrupts off, late timers) but
+		// never see more busy time than the kernel counted.
+		if b.StacksCoverPct < 75 || b.StacksCoverPct > 105 {
+			t.Errorf("%s: stacks stand for %.3f CPU-s, /proc/stat counted %.3f (%.1f%%)", mode, b.SampledBusyS, b.MachineBusyS, b.StacksCoverPct)
+		}
+		// What the stages add up to is the kernel's busy time per unit,
+		// which holds the engines' own CPU per unit, measured apart
+		// from their cgroups.
+		engines := c.engineCPUPerUnit
+		if sum := b.TotalPerUnitS + b.ProfilerPerUnitS; engines <= 0 || sum < 0.95*engines {
+			t.Errorf("%s: the stages add up to %.4g CPU-s per %s, below the engines' own %.4g", mode, sum, b.Unit, engines)
+		}
+		if b.OtherPct >= 15 {
+			t.Errorf("%s: other is %.1f%% of the busy time", mode, b.OtherPct)
+		}
+	}
+	host, bridge, nat := cases["host"].Explanation.Breakdown, cases["bridge"].Explanation.Breakdown, cases["nat"].Explanation.Breakdown
+	if host.PerUnitS["bridge"] != 0 || bridge.PerUnitS["bridge"] <= 0 || bridge.PerUnitS["veth"] <= 0 {
+		t.Errorf("bridge work: host %g, bridge %g (veth %g); want none on host, some on bridge",
+			host.PerUnitS["bridge"], bridge.PerUnitS["bridge"], bridge.PerUnitS["veth"])
+	}
+	if host.PerUnitS["nat"] != 0 || nat.PerUnitS["nat"]+nat.PerUnitS["netfilter"] <= 0 {
+		t.Errorf("NAT and netfilter work: host %g, nat %g + %g", host.PerUnitS["nat"], nat.PerUnitS["nat"], nat.PerUnitS["netfilter"])
+	}
+	for _, mode := range []string{"bridge", "nat"} {
+		if c := cases[mode]; c.Explanation.VsHost == nil || !strings.HasPrefix(c.Summary, mode+"/chc costs") {
+			t.Errorf("%s: no comparison with host: %+v", mode, c)
+		}
+	}
+
+	code, table, _ := runCLI(t, "explain", "--db", db, "bridge/chc")
+	if code != 0 || !strings.Contains(table, "CPU-s/GB") || !strings.Contains(table, "bridge/chc costs") || strings.Contains(table, "nat/chc") {
+		t.Errorf("explain bridge/chc exited %d:\n%s", code, table)
+	}
+	if code, _, errOut := runCLI(t, "explain", "--db", db, "ipvlan/chc"); code != 2 {
+		t.Errorf("explain of no case exited %d, want 2: %s", code, errOut)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	if code, _, errOut := runCLI(t, "report", "--db", db, "--format", "html", "-o", page); code != 0 {
+		t.Fatalf("report --format html exited %d: %s", code, errOut)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="chart-explain-tcp_stream"`, `id="flame-`, `class="flame"`} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML report lacks %s", want)
+		}
+	}
+}
+
+// TestExplainWithoutPerfSaysWhy: where perf cannot run, an explained case
+// still measures and says why it has no explanation.
+func TestExplainWithoutPerfSaysWhy(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Setenv("PATH", t.TempDir())
+	db := filepath.Join(t.TempDir(), "noperf.db")
+	code, _, errOut := runCLI(t, "run", "-q", "--db", db, "--modes", "bridge", "--topologies", "chc",
+		"--workloads", "tcp_rr", "--samples", "1", "--duration", "300ms", "--warmup", "0s", "--explain")
+	if code != 0 {
+		t.Fatalf("run exited %d: %s", code, errOut)
+	}
+	c := explained(t, db)["bridge rr"]
+	if c.Explanation.Breakdown != nil || !strings.Contains(c.Explanation.Note, "perf is not installed") {
+		t.Errorf("explanation without perf: %+v", c.Explanation)
+	}
+	code, table, _ := runCLI(t, "explain", "--db", db)
+	if code != 0 || !strings.Contains(table, "no explanation: perf is not installed") {
+		t.Errorf("explain exited %d:\n%s", code, table)
+	}
+}

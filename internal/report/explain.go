@@ -1,0 +1,180 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"cnbench/internal/explain"
+	"cnbench/internal/model"
+)
+
+// Explanation is where an explained case's CPU time went (package
+// explain): its cost by stage, and by how much each stage made it
+// dearer than its host case.
+type Explanation struct {
+	Breakdown *explain.Breakdown `json:"breakdown,omitempty"`
+	VsHost    *explain.Delta     `json:"vs_host,omitempty"`
+	// Note says why the case has no breakdown.
+	Note string `json:"note,omitempty"`
+	// stacks are the case's folded stacks summed over its samples, for
+	// its flame graph.
+	stacks []model.FoldedStack
+}
+
+// explanationOf is the explanation of a case asked to be explained, or
+// nil.
+func explanationOf(c model.CaseResult) *Explanation {
+	if !c.Params.Explain {
+		return nil
+	}
+	e := &Explanation{Note: c.Outcome.ExplainNote}
+	if b, ok := explain.CaseBreakdown(c.Samples); ok {
+		e.Breakdown = &b
+		e.stacks = sumStacks(c.Samples)
+	} else if e.Note == "" {
+		e.Note = strings.Join(b.Notes, "; ")
+		if e.Note == "" && c.Status == model.StatusOK {
+			e.Note = "no sample has a profile"
+		}
+	}
+	return e
+}
+
+// sumStacks adds the samples' stacks up.
+func sumStacks(samples []model.Sample) []model.FoldedStack {
+	byKey := map[[2]string]int{}
+	var order [][2]string
+	for _, s := range samples {
+		if s.Profile == nil {
+			continue
+		}
+		for _, st := range s.Profile.Stacks {
+			k := [2]string{st.Frames, st.Stage}
+			if _, ok := byKey[k]; !ok {
+				order = append(order, k)
+			}
+			byKey[k] += st.Count
+		}
+	}
+	out := make([]model.FoldedStack, len(order))
+	for i, k := range order {
+		out[i] = model.FoldedStack{Frames: k[0], Stage: k[1], Count: byKey[k]}
+	}
+	return out
+}
+
+// addExplanationDeltas compares each explained case with its host case.
+func addExplanationDeltas(cases []CaseReport) {
+	for i := range cases {
+		c := &cases[i]
+		if c.Explanation == nil || c.Explanation.Breakdown == nil || c.Mode == baselineOf(c.Mode) {
+			continue
+		}
+		base := findBaseline(cases, c.Case)
+		if base == nil || base.Explanation == nil || base.Explanation.Breakdown == nil {
+			continue
+		}
+		if d, ok := c.Explanation.Breakdown.Against(*base.Explanation.Breakdown); ok {
+			c.Explanation.VsHost = &d
+		}
+	}
+}
+
+// costUnit is how a cost per unit reads: CPU-s per GB, or CPU-µs per
+// transaction, with the factor from seconds.
+func costUnit(unit string) (string, float64) {
+	if unit == "GB" {
+		return "CPU-s/GB", 1
+	}
+	return "CPU-us/tx", 1e6
+}
+
+// Summary is the one line that says what a case costs over host and
+// where: "bridge/chc costs +0.120 CPU-s/GB over host: bridge 41%, ...".
+func (e *Explanation) Summary(c model.Case) string {
+	if e == nil || e.VsHost == nil {
+		return ""
+	}
+	name, f := costUnit(e.VsHost.Unit)
+	var parts []string
+	for _, s := range e.VsHost.Stages {
+		if len(parts) == 5 || s.SharePct < 1 && s.SharePct > -1 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", s.Stage, s.SharePct))
+	}
+	return fmt.Sprintf("%s/%s costs %+.3g %s over host: %s", c.Mode, c.Topology, e.VsHost.TotalS*f, name, strings.Join(parts, ", "))
+}
+
+// WriteExplanations prints, for each explained case, its cost by stage
+// and against host, the check of the stages against the machine's CPU
+// time, and the one-line summary.
+func WriteExplanations(w io.Writer, rep *Report, stages []explain.Stage) error {
+	explained := false
+	for _, c := range rep.Cases {
+		e := c.Explanation
+		if e == nil {
+			continue
+		}
+		explained = true
+		fmt.Fprintf(w, "case %d  %s\n", c.Index, c.Key)
+		if e.Breakdown == nil {
+			fmt.Fprintf(w, "  no explanation: %s\n\n", e.Note)
+			continue
+		}
+		b := e.Breakdown
+		name, f := costUnit(b.Unit)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  stage\t%s\tshare\tvs host\t\n", name)
+		delta := map[string]float64{}
+		if e.VsHost != nil {
+			for _, s := range e.VsHost.Stages {
+				delta[s.Stage] = s.DeltaS
+			}
+		}
+		for _, st := range stages {
+			v, ok := b.PerUnitS[st.Name]
+			d, dok := delta[st.Name]
+			if !ok && !dok {
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%.4g\t%.1f%%\t%s\t\n", st.Title, v*f, share(v, b.TotalPerUnitS), signed(d*f, e.VsHost != nil))
+		}
+		total := 0.0
+		if e.VsHost != nil {
+			total = e.VsHost.TotalS
+		}
+		fmt.Fprintf(tw, "  total\t%.4g\t\t%s\t\n", b.TotalPerUnitS*f, signed(total*f, e.VsHost != nil))
+		fmt.Fprintf(tw, "  profiler (apart)\t%.4g\t\t\t\n", b.ProfilerPerUnitS*f)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  %d samples; /proc/stat counted %.3f busy CPU-s, of which the stacks saw %.1f%% and split all of it; other: %.1f%% of busy\n",
+			b.Samples, b.MachineBusyS, b.StacksCoverPct, b.OtherPct)
+		if s := e.Summary(c.Case); s != "" {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+		fmt.Fprintln(w)
+	}
+	if !explained {
+		_, err := fmt.Fprintln(w, "no case of this run was explained: run it with --explain")
+		return err
+	}
+	return nil
+}
+
+func share(v, total float64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return 100 * v / total
+}
+
+func signed(v float64, known bool) string {
+	if !known {
+		return "-"
+	}
+	return fmt.Sprintf("%+.4g", v)
+}
