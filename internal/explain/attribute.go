@@ -15,10 +15,11 @@ const maxFrames = 48
 // beyond it are summed into one entry per stage, so totals still add.
 const maxStacks = 2000
 
-// Attribute names the stage of one stack. The profiler's samples are its
-// own whatever they ran; a sample in user space belongs to its process's
-// stage (the engines, Open vSwitch) or to "other"; a sample in the
-// kernel to the innermost frame that names a stage, or to "other".
+// Attribute names the stage of one stack. A process whose stage takes
+// all its time (the profiler, ovs-vswitchd) has every sample; a sample in
+// user space belongs to its process's stage (the engines) or to "other";
+// a sample in the kernel to the innermost frame that names a stage, or to
+// "other".
 // process is the name of the stack's process (its thread group's
 // leader), which may differ from its thread's; "" if unknown.
 func (t *Table) Attribute(s Stack, process string) string {
@@ -26,8 +27,8 @@ func (t *Table) Attribute(s Stack, process string) string {
 }
 
 func (t *Table) attribute(s Stack, process string, cache map[string]string) string {
-	byProcess := t.Process(s.Comm, process)
-	if byProcess == StageProfiler {
+	byProcess, whole := t.process(s.Comm, process)
+	if whole {
 		return byProcess
 	}
 	if len(s.Frames) == 0 {

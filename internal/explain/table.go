@@ -16,6 +16,9 @@ type Stage struct {
 	About     string   `yaml:"about" json:"about"`
 	Symbols   []string `yaml:"symbols" json:"-"`
 	Processes []string `yaml:"processes" json:"-"`
+	// WholeProcess gives the stage every sample of its processes, kernel
+	// work included, not only their user-space time.
+	WholeProcess bool `yaml:"whole_process" json:"-"`
 }
 
 // The stages every table has, which attribution itself relies on.
@@ -41,6 +44,7 @@ type pattern struct{ prefix, stage string }
 type procPattern struct {
 	text, stage    string
 	prefix, suffix bool
+	whole          bool
 }
 
 //go:embed stages.yaml
@@ -86,7 +90,7 @@ func Load(doc []byte) (*Table, error) {
 			}
 		}
 		for _, p := range s.Processes {
-			pp := procPattern{text: p, stage: s.Name}
+			pp := procPattern{text: p, stage: s.Name, whole: s.WholeProcess}
 			if rest, ok := strings.CutSuffix(p, "*"); ok {
 				pp.text, pp.prefix = rest, true
 			} else if rest, ok := strings.CutPrefix(p, "*"); ok {
@@ -122,6 +126,13 @@ func (t *Table) Symbol(sym string) string {
 // Process is the stage a process's user-space time belongs to, by the
 // names of its thread or its process, or "".
 func (t *Table) Process(names ...string) string {
+	stage, _ := t.process(names...)
+	return stage
+}
+
+// process is Process, and whether the stage takes the process's kernel
+// time too.
+func (t *Table) process(names ...string) (string, bool) {
 	for _, p := range t.procs {
 		for _, n := range names {
 			if n == "" {
@@ -129,11 +140,11 @@ func (t *Table) Process(names ...string) string {
 			}
 			if (p.prefix && strings.HasPrefix(n, p.text)) || (p.suffix && strings.HasSuffix(n, p.text)) ||
 				(!p.prefix && !p.suffix && n == p.text) {
-				return p.stage
+				return p.stage, p.whole
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 // Title is a stage's title, or its name if the table has no such stage.

@@ -28,7 +28,7 @@ func TestShippedTableNamesTheStages(t *testing.T) {
 		"macvlan_start_xmit":                   "macvlan",
 		"ipvlan_queue_xmit":                    "ipvlan",
 		"ovs_vport_receive":                    "ovs",
-		"tpacket_rcv":                          "ovs",
+		"tpacket_rcv":                          "packet",
 		"__dev_queue_xmit":                     "qdisc",
 		"tcf_classify":                         "qdisc",
 		"net_rx_action":                        "softirq",
@@ -107,6 +107,8 @@ func TestAttributionTakesTheInnermostStage(t *testing.T) {
 		{"user space, engine", Stack{Comm: "iperf3", Frames: []Frame{{Symbol: "iperf_send", Kernel: false}}}, "engine"},
 		{"user space, other", Stack{Comm: "sshd", Frames: []Frame{{Symbol: "main"}}}, "other"},
 		{"profiler in TCP", Stack{Comm: "perf", Frames: k("tcp_sendmsg")}, "profiler"},
+		{"userspace switch in a packet socket", Stack{Comm: "pmd-c01/id:5", Frames: k("tpacket_rcv", "__netif_receive_skb_core")}, "ovs"},
+		{"a tap elsewhere", Stack{Comm: "iperf3", Frames: k("tpacket_rcv", "dev_queue_xmit_nit", "dev_hard_start_xmit")}, "packet"},
 		{"no frames", Stack{Comm: "iperf3"}, "other"},
 	} {
 		if got := Default.Attribute(c.s, ""); got != c.want {

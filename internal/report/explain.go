@@ -92,7 +92,10 @@ func costUnit(unit string) (string, float64) {
 }
 
 // Summary is the one line that says what a case costs over host and
-// where: "bridge/chc costs +0.120 CPU-s/GB over host: bridge 41%, ...".
+// where: "bridge/chc costs +0.120 CPU-s/GB over host: bridge 41%, ...",
+// the five stages that moved most, as shares of the difference. A case
+// no dearer than host lists what each stage moved instead, shares of a
+// difference of zero or less saying nothing.
 func (e *Explanation) Summary(c model.Case) string {
 	if e == nil || e.VsHost == nil {
 		return ""
@@ -100,12 +103,25 @@ func (e *Explanation) Summary(c model.Case) string {
 	name, f := costUnit(e.VsHost.Unit)
 	var parts []string
 	for _, s := range e.VsHost.Stages {
-		if len(parts) == 5 || s.SharePct < 1 && s.SharePct > -1 {
-			continue
+		if len(parts) == 5 {
+			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %.0f%%", s.Stage, s.SharePct))
+		if e.VsHost.TotalS > 0 {
+			if s.SharePct >= 1 || s.SharePct <= -1 {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", s.Stage, s.SharePct))
+			}
+		} else if s.DeltaS != 0 {
+			parts = append(parts, fmt.Sprintf("%s %+.3g", s.Stage, s.DeltaS*f))
+		}
 	}
-	return fmt.Sprintf("%s/%s costs %+.3g %s over host: %s", c.Mode, c.Topology, e.VsHost.TotalS*f, name, strings.Join(parts, ", "))
+	verb := "costs"
+	if e.VsHost.TotalS <= 0 {
+		verb = "costs no more than host:"
+	}
+	if verb == "costs" {
+		return fmt.Sprintf("%s/%s costs %+.3g %s over host: %s", c.Mode, c.Topology, e.VsHost.TotalS*f, name, strings.Join(parts, ", "))
+	}
+	return fmt.Sprintf("%s/%s %s %+.3g %s; by stage: %s", c.Mode, c.Topology, verb, e.VsHost.TotalS*f, name, strings.Join(parts, ", "))
 }
 
 // WriteExplanations prints, for each explained case, its cost by stage
