@@ -18,10 +18,12 @@ import (
 	"cnbench/internal/model"
 )
 
-// PeriodNS is the CPU time between two stacks of one CPU: 1 kHz keeps
-// perf's own cost near 1% of a core and gives a 1 s sample on two CPUs
-// 2000 stacks.
-const PeriodNS = 1_000_000
+// PeriodNS is the CPU time between two stacks of one CPU. Sampling is
+// not free in a VM, where every timer interrupt exits to the host: with
+// perf recording every CPU, iperf3 over loopback here lost 13-20% of its
+// throughput at 1 kHz, 5-10% at 250 Hz and 2-6% at 100 Hz. 250 Hz still
+// gives a 2 s sample on two busy CPUs 1000 stacks.
+const PeriodNS = 4_000_000
 
 // handshake bounds how long perf may take to answer a control command.
 const handshake = 15 * time.Second
