@@ -35,8 +35,11 @@ func explanationOf(c model.CaseResult) *Explanation {
 		e.stacks = sumStacks(c.Samples)
 	} else if e.Note == "" {
 		e.Note = strings.Join(b.Notes, "; ")
-		if e.Note == "" && c.Status == model.StatusOK {
-			e.Note = "no sample has a profile"
+		if e.Note == "" {
+			e.Note = "no sample of it was profiled"
+			if c.Status != model.StatusOK {
+				e.Note += fmt.Sprintf(" (the case is %s%s)", c.Status, prefixed(": ", c.Reason))
+			}
 		}
 	}
 	return e
@@ -193,4 +196,11 @@ func signed(v float64, known bool) string {
 		return "-"
 	}
 	return fmt.Sprintf("%+.4g", v)
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
