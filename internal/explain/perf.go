@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,7 +99,8 @@ func (p Profiler) Start(ctx context.Context) (*Recording, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(p.Dir, "cnb-profile-*.data")
+	tidyOnce.Do(func() { _, _ = RemoveOrphanedRecordings(p.Dir) })
+	f, err := os.CreateTemp(p.Dir, fmt.Sprintf("%s%d-*%s", recordingPrefix, os.Getpid(), recordingSuffix))
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
@@ -296,4 +298,46 @@ func lastLine(b []byte, err error) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// A recording is named for the process that made it, so that one left by
+// a process killed mid-sample can be told from one still being written.
+const (
+	recordingPrefix = "cnb-profile-"
+	recordingSuffix = ".data"
+)
+
+var tidyOnce sync.Once
+
+// RemoveOrphanedRecordings removes the recordings in dir (default: the
+// system's temporary directory) of processes that are no longer alive,
+// and returns their paths.
+func RemoveOrphanedRecordings(dir string) ([]string, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("profile recordings in %s: %w", dir, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), recordingPrefix)
+		if !ok || !strings.HasSuffix(rest, recordingSuffix) || !e.Type().IsRegular() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := os.Remove(path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, errors.Join(errs...)
 }

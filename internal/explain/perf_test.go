@@ -2,9 +2,12 @@ package explain
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +113,41 @@ func TestRecordingSeesLoopbackTCP(t *testing.T) {
 	}
 	if len(p.Stacks) == 0 || p.PeriodNS != PeriodNS {
 		t.Errorf("%d stacks, period %d ns; want stacks at %d ns", len(p.Stacks), p.PeriodNS, PeriodNS)
+	}
+}
+
+// TestOrphanedRecordingsGoWithTheirProcess: a recording whose process has
+// ended is removed; one of a live process, and anything not named as a
+// recording, stays.
+func TestOrphanedRecordingsGoWithTheirProcess(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	names := map[string]bool{ // name: removed
+		fmt.Sprintf("cnb-profile-%d-1.data", dead.Process.Pid): true,
+		fmt.Sprintf("cnb-profile-%d-2.data", os.Getpid()):      false,
+		fmt.Sprintf("cnb-profile-%d-3.txt", dead.Process.Pid):  false,
+		"cnb-profile-notapid-4.data":                           false,
+		fmt.Sprintf("other-%d-5.data", dead.Process.Pid):       false,
+	}
+	for name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := RemoveOrphanedRecordings(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 {
+		t.Errorf("removed %v, want only the dead process's recording", removed)
+	}
+	for name, gone := range names {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if exists := err == nil; exists == gone {
+			t.Errorf("%s: exists %v, want removed %v", name, exists, gone)
+		}
 	}
 }
