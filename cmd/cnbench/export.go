@@ -5,13 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"cnbench/internal/cleanup"
 	"cnbench/internal/export"
 	"cnbench/internal/model"
 	"cnbench/internal/store"
@@ -158,20 +157,5 @@ func tempPrefix(base string) string { return "." + base + ".cnb-" }
 // whose writer is gone: a report killed mid-write leaves one behind. A
 // file of a writer still running is left to it.
 func removeOrphans(dir, base string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), tempPrefix(base))
-		if !ok || !strings.HasSuffix(rest, tempSuffix) || !e.Type().IsRegular() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
-			continue
-		}
-		os.Remove(filepath.Join(dir, e.Name()))
-	}
+	_, _ = cleanup.RemoveOrphanFiles(dir, tempPrefix(base), tempSuffix)
 }

@@ -10,12 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"cnbench/internal/cleanup"
 	"cnbench/internal/model"
 )
 
@@ -316,28 +316,9 @@ func RemoveOrphanedRecordings(dir string) ([]string, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	entries, err := os.ReadDir(dir)
+	removed, err := cleanup.RemoveOrphanFiles(dir, recordingPrefix, recordingSuffix)
 	if err != nil {
-		return nil, fmt.Errorf("profile recordings in %s: %w", dir, err)
+		return removed, fmt.Errorf("profile recordings in %s: %w", dir, err)
 	}
-	var removed []string
-	var errs []error
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), recordingPrefix)
-		if !ok || !strings.HasSuffix(rest, recordingSuffix) || !e.Type().IsRegular() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if err := os.Remove(path); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, path)
-	}
-	return removed, errors.Join(errs...)
+	return removed, nil
 }
