@@ -15,7 +15,7 @@ import (
 // is the kernel's count (/proc/stat). The two differ because the
 // cpu-clock event's timer cannot fire while a CPU has interrupts off and
 // may be delivered late in a VM, and the kernel skips the periods it
-// missed: here the stacks stood for 89-95% of the busy time. So the
+// missed: here the stacks stood for 77-105% of the busy time. So the
 // stages are scaled to the kernel's busy time, and StacksCoverPct says
 // how much of it the stacks saw. Periods lost with interrupts off are
 // spread over every stage by that scaling, not given to the code that
