@@ -24,22 +24,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"cnbench/bench/benchkit"
-	"cnbench/internal/driver"
 	"cnbench/internal/model"
-	modetable "cnbench/internal/modes"
 	"cnbench/internal/runner"
-	"cnbench/internal/scenario"
 	"cnbench/internal/stats"
 	"cnbench/internal/store"
-	"cnbench/internal/topo"
-	"cnbench/internal/workload"
 )
 
 func main() {
@@ -60,14 +54,6 @@ func main() {
 }
 
 func run(modes string, samples int, duration time.Duration, place string, flows int, latency bool, db string) error {
-	if db == "" {
-		dir, err := os.MkdirTemp("", "cnb-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		db = filepath.Join(dir, "bench.db")
-	}
 	doc := fmt.Sprintf(`
 name: enginevs
 description: the native engine against iperf3, netperf and sockperf on the same paths
@@ -89,33 +75,23 @@ workloads:
 		doc += fmt.Sprintf("  - {type: tcp_stream, flows: %d, msg_size: 128K}\n", flows)
 		flowCounts = append(flowCounts, flows)
 	}
-	spec, err := scenario.Parse("enginevs", []byte(doc), scenario.Vocabulary{
-		Modes: modetable.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
-	})
-	if err != nil {
-		return err
+	var st *store.Store
+	var err error
+	if db == "" {
+		var done func()
+		if st, done, err = benchkit.TempStore(); err != nil {
+			return err
+		}
+		defer done()
+	} else {
+		if st, err = store.Open(db); err != nil {
+			return err
+		}
+		defer st.Close()
 	}
-	st, err := store.Open(db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	r, err := runner.New(st, runner.Options{EngineCommand: []string{self, "engine"}, Progress: os.Stderr})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	id, err := r.Run(ctx, spec)
-	if err != nil {
-		return err
-	}
-	res, err := st.LoadRun(id)
+	res, err := benchkit.Run(ctx, st, "enginevs", doc, runner.Options{Progress: os.Stderr})
 	if err != nil {
 		return err
 	}
