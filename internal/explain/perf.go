@@ -17,6 +17,7 @@ import (
 
 	"cnbench/internal/cleanup"
 	"cnbench/internal/model"
+	"cnbench/internal/netns"
 )
 
 // PeriodNS is the CPU time between two stacks of one CPU. Sampling is
@@ -59,8 +60,7 @@ func Available() error {
 
 // recordArgs are perf record's arguments: every CPU, kernel and user
 // call stacks on the cpu-clock event, events off until the control pipe
-// turns them on. No build IDs (-B,
-// -N): perf would otherwise copy every binary it saw into ~/.debug; the
+// turns them on. No build IDs (-B, -N): perf would otherwise copy every binary it saw into ~/.debug; the
 // symbols are read while the same kernel and binaries are still there.
 func recordArgs(out string) []string {
 	return []string{"record", "-q", "-a", "-e", fmt.Sprintf("cpu-clock/period=%d,call-graph=fp/", PeriodNS),
@@ -139,6 +139,8 @@ func (p Profiler) Start(ctx context.Context) (*Recording, error) {
 	r := &Recording{table: p.Table, process: process, cmd: cmd, ctl: ctlW, ack: bufio.NewReader(ackR), ackR: ackR, data: f.Name(), errs: errs, done: make(chan error, 1)}
 	go func() { r.done <- cmd.Wait() }()
 	if err := r.command("enable"); err != nil {
+		r.ctl.Close()
+		r.ackR.Close()
 		r.abandon()
 		return nil, err
 	}
@@ -257,17 +259,16 @@ func Read(data string, t *Table, process func(pid int) string) (model.Profile, e
 	return b.Profile(), nil
 }
 
-// ProcessNames names processes by /proc/PID/comm, remembering each so a
-// process that has ended by the time its stacks are read keeps its name
-// if it was asked for before.
+// ProcessNames names processes by their command name (netns.Comm),
+// remembering each so a process that has ended by the time its stacks
+// are read keeps its name if it was asked for before.
 func ProcessNames() func(pid int) string {
 	names := map[int]string{0: "swapper"}
 	return func(pid int) string {
 		if n, ok := names[pid]; ok {
 			return n
 		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		names[pid] = strings.TrimSpace(string(b))
+		names[pid] = netns.Comm(pid)
 		return names[pid]
 	}
 }
