@@ -60,8 +60,9 @@ func Available() error {
 
 // recordArgs are perf record's arguments: every CPU, kernel and user
 // call stacks on the cpu-clock event, events off until the control pipe
-// turns them on. No build IDs (-B, -N): perf would otherwise copy every binary it saw into ~/.debug; the
-// symbols are read while the same kernel and binaries are still there.
+// turns them on. No build IDs (-B, -N): perf would otherwise copy every
+// binary it saw into ~/.debug; the symbols are read while the same kernel
+// and binaries are still there.
 func recordArgs(out string) []string {
 	return []string{"record", "-q", "-a", "-e", fmt.Sprintf("cpu-clock/period=%d,call-graph=fp/", PeriodNS),
 		"-B", "-N", "-D", "-1", "--control", "fd:3,4", "-o", out}
