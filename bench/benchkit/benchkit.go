@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"cnbench/internal/driver"
 	"cnbench/internal/engine"
@@ -70,17 +69,4 @@ func Run(ctx context.Context, st *store.Store, name, doc string, opts runner.Opt
 		return nil, err
 	}
 	return st.LoadRun(id)
-}
-
-// Median of xs, or 0 if there are none.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	xs = append([]float64(nil), xs...)
-	sort.Float64s(xs)
-	if n := len(xs); n%2 == 0 {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-	return xs[len(xs)/2]
 }

@@ -154,7 +154,7 @@ func printRow(w *tabwriter.Writer, res *model.RunResult, r row) {
 	if r.flows == 1 {
 		ln, ls, lp = at("tcp_rr", "native", model.LatencyMeanUS), at("tcp_rr", "sockperf", model.LatencyMeanUS), at("tcp_rr", "netperf", model.LatencyMeanUS)
 	}
-	m := benchkit.Median
+	m := stats.Median
 	fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
 		label(r.mode), r.placement, r.flows,
 		m(tn)/1e9, m(ti)/1e9, m(tp)/1e9, ratio(m(tn), m(ti), 1.00, true), ratio(m(tn), m(tp), 1.00, true), paired(tn, ti, true),

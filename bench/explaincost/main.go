@@ -19,6 +19,7 @@ import (
 	"cnbench/internal/explain"
 	"cnbench/internal/model"
 	"cnbench/internal/runner"
+	"cnbench/internal/stats"
 	"cnbench/internal/store"
 )
 
@@ -75,7 +76,7 @@ func run(s settings) error {
 		fmt.Fprintf(w, "%d\t%.2f\t%.2f\t%.3f\t%.1f\t%.1f\t%.3f\t%.2f\t\n", i+1, plain.bps/1e9, looked.bps/1e9, tput[i],
 			plain.rttUS, looked.rttUS, rtt[i], looked.profilerPct)
 	}
-	fmt.Fprintf(w, "median\t\t\t%.3f\t\t\t%.3f\t%.2f\t\n", benchkit.Median(tput), benchkit.Median(rtt), benchkit.Median(perf))
+	fmt.Fprintf(w, "median\t\t\t%.3f\t\t\t%.3f\t%.2f\t\n", stats.Median(tput), stats.Median(rtt), stats.Median(perf))
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -109,9 +110,9 @@ func once(ctx context.Context, st *store.Store, s settings, explained bool) (fig
 			}
 		}
 		if c.Workload == "tcp_rr" {
-			f.rttUS = benchkit.Median(xs)
+			f.rttUS = stats.Median(xs)
 		} else {
-			f.bps = benchkit.Median(xs)
+			f.bps = stats.Median(xs)
 		}
 	}
 	if busyS > 0 {

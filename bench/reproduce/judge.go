@@ -2,7 +2,6 @@ package main
 
 import (
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -48,7 +47,7 @@ type outcome struct {
 func judge(f finding, num, den side) outcome {
 	o := outcome{numN: len(num.values), denN: len(den.values)}
 	if o.numN > 0 && o.denN > 0 {
-		o.a, o.b = median(num.values), median(den.values)
+		o.a, o.b = stats.Median(num.values), stats.Median(den.values)
 		if o.b != 0 {
 			o.measured, o.ratio = true, o.a/o.b
 			o.lo, o.hi, o.ci = ratioCI(num.values, den.values)
@@ -97,20 +96,10 @@ func untestable(n needs, num, den side) string {
 			return "not measured: " + s.why
 		}
 	}
-	if median(den.values) == 0 {
+	if stats.Median(den.values) == 0 {
 		return "not measured: the denominator's median is 0"
 	}
 	return ""
-}
-
-// median of xs, which must not be empty.
-func median(xs []float64) float64 {
-	xs = slices.Sorted(slices.Values(xs))
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // ratioCI is the 95 % confidence interval of the ratio a / b, centred
@@ -128,7 +117,7 @@ func ratioCI(a, b []float64) (lo, hi float64, ok bool) {
 	se := math.Sqrt(sa.Stddev*sa.Stddev/float64(sa.N) + sb.Stddev*sb.Stddev/float64(sb.N))
 	df := float64(min(sa.N, sb.N) - 1)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
-	r := median(a) / median(b)
+	r := stats.Median(a) / stats.Median(b)
 	return r * math.Exp(-t*se), r * math.Exp(t*se), true
 }
 

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"cnbench/internal/model"
+	"cnbench/internal/stats"
 	"cnbench/internal/store"
 )
 
@@ -273,7 +274,7 @@ func writeStudy(w *os.File, s study, runs map[string]*runInfo) []outcome {
 			sd := sideOf(runs, n.here)
 			here := "n/a: " + esc(sd.why)
 			if len(sd.values) > 0 {
-				here = human(n.here.metric, median(sd.values))
+				here = human(n.here.metric, stats.Median(sd.values))
 			}
 			fmt.Fprintf(w, "| %s | %s | %s |\n", n.what, n.published, here)
 		}

@@ -6,6 +6,7 @@ package stats
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -63,4 +64,17 @@ func Summarize(xs []float64) Summary {
 	half := t * s.Stddev / math.Sqrt(float64(n))
 	s.CI95Low, s.CI95High = s.Mean-half, s.Mean+half
 	return s
+}
+
+// Median of xs, or 0 if there are none; xs is left as it was.
+func Median(xs []float64) float64 {
+	n := len(xs)
+	if n == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[n/2]
 }

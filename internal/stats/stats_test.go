@@ -104,3 +104,19 @@ func TestSummarizeDoesNotReorderInput(t *testing.T) {
 		t.Fatalf("input changed to %v", xs)
 	}
 }
+
+func TestMedianByHand(t *testing.T) {
+	xs := []float64{5, 1, 4, 2}
+	if got := Median(xs); got != 3 {
+		t.Errorf("median of 5 1 4 2 = %v, want 3", got)
+	}
+	if xs[0] != 5 {
+		t.Errorf("median reordered its input: %v", xs)
+	}
+	if got := Median([]float64{7, -1, 3}); got != 3 {
+		t.Errorf("median of 7 -1 3 = %v, want 3", got)
+	}
+	if got := Median(nil); got != 0 {
+		t.Errorf("median of nothing = %v, want 0", got)
+	}
+}

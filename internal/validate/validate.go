@@ -16,7 +16,6 @@ package validate
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"cnbench/internal/model"
 	"cnbench/internal/stats"
@@ -186,7 +185,7 @@ func wireCheck(c Check, got source, engine string, th Thresholds) Check {
 	c.Kind, c.What, c.B, c.Unit, c.Limit = Accuracy, "received bytes/wire payload, "+engine, 1, "ratio", th.Wire
 	xs, why := got("tcp_stream", engine, model.AppWireRatio)
 	if c.Missing = why; why == "" {
-		c.A = median(xs)
+		c.A = stats.Median(xs)
 		c.Ratio = c.A
 	}
 	return c
@@ -217,7 +216,7 @@ func lossCheck(c Check, got source, engine string, th Thresholds) Check {
 		return c
 	}
 	c.A, c.B = stats.Summarize(loss).Mean, stats.Summarize(kernel).Mean
-	c.Ratio = median(ratios)
+	c.Ratio = stats.Median(ratios)
 	return c
 }
 
@@ -412,14 +411,4 @@ func pairedRatios(a, b []float64) (ratioInterval, bool) {
 	}
 	s := stats.Summarize(logs)
 	return ratioInterval{math.Exp(s.Mean), math.Exp(s.CI95Low), math.Exp(s.CI95High)}, true
-}
-
-// median of xs, which it sorts.
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 0 {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-	return xs[n/2]
 }
