@@ -232,6 +232,41 @@ type Profile struct {
 	// Note says why a sample asked to be profiled has no stacks (perf
 	// failed during it).
 	Note string `json:"note,omitempty"`
+	// Path is the time the measured flows' packets took between the
+	// stages of their path, for request/response workloads; nil where it
+	// was not traced.
+	Path *PathLatency `json:"path,omitempty"`
+}
+
+// PathLatency is one sample's time between the stages of the path, per
+// direction, from BPF programs on the kernel's tracepoints.
+type PathLatency struct {
+	Directions []DirectionLatency `json:"directions,omitempty"`
+	// Note says why the path was not traced, or why it has no direction.
+	Note string `json:"note,omitempty"`
+}
+
+// DirectionLatency is the path of one direction's messages: the stages
+// most of them passed, in order, and the median time between each stage
+// and the next.
+type DirectionLatency struct {
+	// Direction is "request" (client to server), "response", or
+	// "either" where client and server share a namespace and the
+	// stages cannot tell the two apart.
+	Direction string `json:"direction"`
+	// Stages name where a message was seen: "send@client" (TCP starts
+	// sending), "tx DEV@SITE" (a device is handed it), "rx DEV@SITE" (a
+	// device's receive path has it), "socket@SITE" (the receiving socket
+	// is told), "read@SITE" (the application's read returns).
+	Stages []string `json:"stages"`
+	// GapsUS[i] is the median microseconds from Stages[i] to Stages[i+1].
+	GapsUS []float64 `json:"gaps_us"`
+	// TotalUS is the median microseconds from the first stage to the last.
+	TotalUS float64 `json:"total_us"`
+	// Messages is how many traced messages took this path; Others how many
+	// complete ones took another.
+	Messages int `json:"messages"`
+	Others   int `json:"others,omitempty"`
 }
 
 // FoldedStack is one distinct stack and how many samples had it.

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
-	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
 )
 
@@ -57,48 +54,7 @@ func TestSumLeavesOutWhatCountedRefuses(t *testing.T) {
 // receiver's UDP counters.
 func TestReadLinksCountsRealTraffic(t *testing.T) {
 	testutil.RequireRoot(t)
-	tok := netns.NewToken()
-	a, err := netns.Create(tok.Name("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Delete() })
-	b, err := netns.Create(tok.Name("b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Delete() })
-	ha, err := netlink.NewHandleAt(a.Handle())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ha.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "v0"}, PeerName: "v1", PeerNamespace: netlink.NsFd(int(b.Handle()))}
-	if err := ha.LinkAdd(veth); err != nil {
-		t.Fatal(err)
-	}
-	hb, err := netlink.NewHandleAt(b.Handle())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hb.Close()
-	for _, side := range []struct {
-		h    *netlink.Handle
-		name string
-		addr string
-	}{{ha, "v0", "198.18.200.1/30"}, {hb, "v1", "198.18.200.2/30"}} {
-		l, err := side.h.LinkByName(side.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr, _ := netlink.ParseAddr(side.addr)
-		if err := side.h.AddrAdd(l, addr); err != nil {
-			t.Fatal(err)
-		}
-		if err := side.h.LinkSetUp(l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := testutil.VethPair(t)
 	udpBefore, err := ReadUDP(b)
 	if err != nil {
 		t.Fatal(err)
