@@ -76,6 +76,9 @@ type Profiler struct {
 	// Dir holds the recordings while they are read; default: the
 	// system's temporary directory.
 	Dir string
+	// Path, if set, also times the measured messages between the
+	// stages of their path (request/response workloads).
+	Path *PathTracer
 }
 
 // Recording is perf recording every CPU, from Start until Stop.
@@ -91,6 +94,9 @@ type Recording struct {
 	data    string
 	errs    *bytes.Buffer
 	done    chan error
+	// tracing times the path; traceNote says why it does not.
+	tracing   *Tracing
+	traceNote string
 }
 
 // Start starts perf with its events off, turns them on and returns once
@@ -101,6 +107,29 @@ func (p Profiler) Start(ctx context.Context) (*Recording, error) {
 		return nil, err
 	}
 	tidyOnce.Do(func() { _, _ = RemoveOrphanedRecordings(p.Dir) })
+	// The tracer loads before perf starts, so that its loading is not
+	// in the profile.
+	var tracing *Tracing
+	traceNote := ""
+	if p.Path != nil {
+		var err error
+		if tracing, err = p.Path.Start(); err != nil {
+			traceNote = err.Error()
+		}
+	}
+	r, err := p.startPerf()
+	if err != nil {
+		if tracing != nil {
+			tracing.Close()
+		}
+		return nil, err
+	}
+	r.tracing, r.traceNote = tracing, traceNote
+	return r, nil
+}
+
+// startPerf starts perf and turns its events on.
+func (p Profiler) startPerf() (*Recording, error) {
 	f, err := os.CreateTemp(p.Dir, fmt.Sprintf("%s%d-*%s", recordingPrefix, os.Getpid(), recordingSuffix))
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
@@ -187,6 +216,11 @@ func (r *Recording) Stop() error {
 	if !r.stopped {
 		r.stopped = true
 		r.stopErr = r.stop()
+		if r.tracing != nil {
+			if err := r.tracing.Stop(); err != nil {
+				r.traceNote = err.Error()
+			}
+		}
 	}
 	return r.stopErr
 }
@@ -217,13 +251,27 @@ func (r *Recording) Profile() (model.Profile, error) {
 	if err := r.Stop(); err != nil {
 		return model.Profile{}, err
 	}
-	return Read(r.data, r.table, r.process)
+	p, err := Read(r.data, r.table, r.process)
+	if err != nil {
+		return p, err
+	}
+	switch {
+	case r.traceNote != "":
+		p.Path = &model.PathLatency{Note: r.traceNote}
+	case r.tracing != nil:
+		lat := r.tracing.Latency()
+		p.Path = &lat
+	}
+	return p, nil
 }
 
 // Close stops the recording if it runs and removes its file.
 func (r *Recording) Close() {
 	_ = r.Stop()
 	os.Remove(r.data)
+	if r.tracing != nil {
+		r.tracing.Close()
+	}
 }
 
 // abandon ends perf, by its PID, and removes what it wrote.

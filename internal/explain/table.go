@@ -3,6 +3,8 @@ package explain
 import (
 	_ "embed"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -144,8 +146,24 @@ func (t *Table) process(names ...string) (string, bool) {
 			}
 		}
 	}
+	for _, n := range names {
+		if n != "" && n == selfComm {
+			return StageEngine, false // cnbench's engine, under another name
+		}
+	}
 	return "", false
 }
+
+// selfComm is this program's process name, which the native engine's
+// processes have whatever the binary is called.
+var selfComm = func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	name := filepath.Base(exe)
+	return name[:min(len(name), 15)] // the kernel's TASK_COMM_LEN less the NUL
+}()
 
 // Title is a stage's title, or its name if the table has no such stage.
 func (t *Table) Title(stage string) string {

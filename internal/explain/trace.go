@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -53,6 +55,8 @@ type Tracing struct {
 	objs   []interface{ Close() error }
 	links  []link.Link
 	reader *ringbuf.Reader
+
+	stopping atomic.Bool
 
 	mu      sync.Mutex
 	events  []traceEvent
@@ -134,13 +138,24 @@ func (t *Tracing) load(o kernelOffsets) error {
 	return nil
 }
 
-// read decodes events until the reader is closed or drained.
+// drainEvery is how often the reader empties the ring buffer. The
+// programs write without waking it (BPF_RB_NO_WAKEUP): a wake-up per
+// event cost the traced exchange more than the stages it measures.
+const drainEvery = 5 * time.Millisecond
+
+// read decodes events until the tracing stops or the reader is closed,
+// draining the ring buffer every drainEvery.
 func (t *Tracing) read() {
 	defer close(t.done)
 	var rec ringbuf.Record
+	t.reader.SetDeadline(time.Now().Add(drainEvery))
 	for {
 		if err := t.reader.ReadInto(&rec); err != nil {
-			if !errors.Is(err, ringbuf.ErrClosed) && !errors.Is(err, ringbuf.ErrFlushed) {
+			if errors.Is(err, os.ErrDeadlineExceeded) && !t.stopping.Load() {
+				t.reader.SetDeadline(time.Now().Add(drainEvery))
+				continue
+			}
+			if !errors.Is(err, ringbuf.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.mu.Lock()
 				t.readErr = err
 				t.mu.Unlock()
@@ -189,7 +204,7 @@ func (t *Tracing) Stop() error {
 	}
 	t.links = nil
 	if t.reader != nil {
-		errs = append(errs, t.reader.Flush())
+		t.stopping.Store(true) // the reader drains what is left and ends
 		<-t.done
 	}
 	t.mu.Lock()

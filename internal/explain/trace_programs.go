@@ -113,14 +113,15 @@ func namespaceFilter(m traceMaps, o kernelOffsets, base asm.Register, off int32)
 	)
 }
 
-// epilogue writes the event to the ring buffer and returns.
+// epilogue writes the event to the ring buffer, without waking its
+// reader, and returns.
 func epilogue(m traceMaps) asm.Instructions {
 	return asm.Instructions{
 		asm.LoadMapPtr(asm.R1, m.events),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, evTime),
 		asm.Mov.Imm(asm.R3, evSize),
-		asm.Mov.Imm(asm.R4, 0),
+		asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP: the reader polls
 		asm.FnRingbufOutput.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),

@@ -9,6 +9,7 @@ import (
 
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
+	"cnbench/internal/testutil/nstest"
 )
 
 func inodeOf(t *testing.T, ns *netns.NS) uint32 {
@@ -32,7 +33,7 @@ func TestTracerFollowsMessagesOverAVethPair(t *testing.T) {
 	if err := TraceAvailable(); err != nil {
 		t.Skip("cannot trace here: ", err)
 	}
-	a, b := testutil.VethPair(t)
+	a, b := nstest.VethPair(t)
 	var ln net.Listener
 	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", "198.18.200.2:0"); return err }); err != nil {
 		t.Fatal(err)

@@ -81,6 +81,13 @@ func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
 
 	open := map[flowKey]*trail{}
 	byPacket := map[uint64]*trail{}
+	// byPort finds a message for a socket that is not connected (a UDP
+	// server's), whose events carry its own port only.
+	type portKey struct {
+		port uint16
+		dir  string
+	}
+	byPort := map[portKey]*trail{}
 	var done []*trail
 	live := func(t *trail, now uint64) bool {
 		return t != nil && !t.done && now-t.times[len(t.times)-1] < staleTrailNS
@@ -100,12 +107,14 @@ func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
 				open[flowKey{ports, dir}] = t
 			}
 		case eventTx, eventRx:
-			if t := byPacket[e.Key]; live(t, e.TimeNS) && (e.Kind == eventRx || !t.received) {
+			dir := sendingDirection(ns)
+			// A packet sent from an endpoint after its address was
+			// received is a new one that took a freed sk_buff's address.
+			if t := byPacket[e.Key]; live(t, e.TimeNS) && (e.Kind == eventRx || dir == "" || !t.received) {
 				t.received = t.received || e.Kind == eventRx
 				t.add(label, e.TimeNS)
 				continue
 			}
-			dir := sendingDirection(ns)
 			if e.Kind != eventTx || dir == "" {
 				continue
 			}
@@ -117,11 +126,15 @@ func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
 			}
 			t.packet = e.Key
 			byPacket[e.Key] = t
+			byPort[portKey{e.Sport, dir}], byPort[portKey{e.Dport, dir}] = t, t
 			t.add(label, e.TimeNS)
 		case eventReady, eventRead:
 			dir := receivingDirection(ns)
 			key := flowKey{ports, dir}
 			t := open[key]
+			if e.Dport == 0 {
+				t = byPort[portKey{e.Sport, dir}]
+			}
 			if dir == "" || !live(t, e.TimeNS) || !t.received {
 				continue
 			}
@@ -129,7 +142,9 @@ func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
 			if e.Kind == eventRead {
 				t.done = true
 				done = append(done, t)
-				delete(open, key)
+				if open[key] == t {
+					delete(open, key)
+				}
 				if byPacket[t.packet] == t {
 					delete(byPacket, t.packet)
 				}

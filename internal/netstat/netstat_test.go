@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"cnbench/internal/testutil"
+	"cnbench/internal/testutil/nstest"
 )
 
 // snmp is /proc/net/snmp's Udp lines as Linux 6.18 writes them.
@@ -54,7 +55,7 @@ func TestSumLeavesOutWhatCountedRefuses(t *testing.T) {
 // receiver's UDP counters.
 func TestReadLinksCountsRealTraffic(t *testing.T) {
 	testutil.RequireRoot(t)
-	a, b := testutil.VethPair(t)
+	a, b := nstest.VethPair(t)
 	udpBefore, err := ReadUDP(b)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,11 @@ import (
 type Explanation struct {
 	Breakdown *explain.Breakdown `json:"breakdown,omitempty"`
 	VsHost    *explain.Delta     `json:"vs_host,omitempty"`
+	// Path is the time the case's messages took between the stages of
+	// their path (request/response); PathVsHostUS how much longer, first
+	// stage to last, than its host case's, per direction.
+	Path         *explain.PathSummary `json:"path,omitempty"`
+	PathVsHostUS map[string]float64   `json:"path_vs_host_us,omitempty"`
 	// Note says why the case has no breakdown.
 	Note string `json:"note,omitempty"`
 	// stacks are the case's folded stacks summed over its samples, for
@@ -30,6 +35,9 @@ func explanationOf(c model.CaseResult) *Explanation {
 		return nil
 	}
 	e := &Explanation{Note: c.Outcome.ExplainNote}
+	if p, ok := explain.CasePath(c.Samples); ok || len(p.Notes) > 0 {
+		e.Path = &p
+	}
 	if b, ok := explain.CaseBreakdown(c.Samples); ok {
 		e.Breakdown = &b
 		e.stacks = sumStacks(c.Samples)
@@ -72,15 +80,21 @@ func sumStacks(samples []model.Sample) []model.FoldedStack {
 func addExplanationDeltas(cases []CaseReport) {
 	for i := range cases {
 		c := &cases[i]
-		if c.Explanation == nil || c.Explanation.Breakdown == nil || c.Mode == baselineOf(c.Mode) {
+		if c.Explanation == nil || c.Mode == baselineOf(c.Mode) {
 			continue
 		}
 		base := findBaseline(cases, c.Case)
-		if base == nil || base.Explanation == nil || base.Explanation.Breakdown == nil {
+		if base == nil || base.Explanation == nil {
 			continue
 		}
-		if d, ok := c.Explanation.Breakdown.Against(*base.Explanation.Breakdown); ok {
-			c.Explanation.VsHost = &d
+		e, be := c.Explanation, base.Explanation
+		if e.Breakdown != nil && be.Breakdown != nil {
+			if d, ok := e.Breakdown.Against(*be.Breakdown); ok {
+				e.VsHost = &d
+			}
+		}
+		if e.Path != nil && be.Path != nil {
+			e.PathVsHostUS = e.Path.Against(*be.Path)
 		}
 	}
 }
@@ -175,6 +189,9 @@ func WriteExplanations(w io.Writer, rep *Report, stages []explain.Stage) error {
 		if s := e.Summary(c.Case); s != "" {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
+		if err := writePath(w, e); err != nil {
+			return err
+		}
 		fmt.Fprintln(w)
 	}
 	if !explained {
@@ -203,4 +220,31 @@ func prefixed(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
+}
+
+// writePath prints the time a case's messages took between the stages
+// of their path, per direction.
+func writePath(w io.Writer, e *Explanation) error {
+	p := e.Path
+	if p == nil {
+		return nil
+	}
+	if len(p.Directions) == 0 {
+		_, err := fmt.Fprintf(w, "  path not timed: %s\n", strings.Join(p.Notes, "; "))
+		return err
+	}
+	fmt.Fprintf(w, "  time between stages of the path (median us over %d samples):\n", p.Samples)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, d := range p.Directions {
+		fmt.Fprintf(tw, "  %s, %d messages (%d on other paths)\t\t\n", d.Direction, d.Messages, d.Others)
+		for i, g := range d.GapsUS {
+			fmt.Fprintf(tw, "    %s > %s\t%.2f\t\n", d.Stages[i], d.Stages[i+1], g)
+		}
+		vs := ""
+		if v, ok := e.PathVsHostUS[d.Direction]; ok {
+			vs = fmt.Sprintf(" (%+.2f over host)", v)
+		}
+		fmt.Fprintf(tw, "    first to last stage\t%.2f\t%s\n", d.TotalUS, vs)
+	}
+	return tw.Flush()
 }

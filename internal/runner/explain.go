@@ -2,11 +2,15 @@ package runner
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 
 	"cnbench/internal/explain"
 	"cnbench/internal/measure"
 	"cnbench/internal/model"
+	"cnbench/internal/netns"
 	"cnbench/internal/site"
+	"cnbench/internal/workload"
 )
 
 // profilerFor is the profiler of an explained case's samples, or nil. A
@@ -23,7 +27,16 @@ func (r *Runner) profilerFor(c *model.Case, p *site.Path) (measure.Profiler, err
 		note = "its endpoints run in VM guests or on other machines, whose kernels this machine's perf does not see"
 	}
 	if note == "" {
-		return stackProfiler{explain.Profiler{Table: explain.Default}}, nil
+		prof := explain.Profiler{Table: explain.Default}
+		if row, ok := workload.Lookup(c.Workload); ok && (row.Shape == workload.RequestResponse || row.Shape == workload.ConnectRequestResponse) {
+			spaces, err := traceSpaces(p)
+			if err != nil {
+				r.prog.Printf("case %d: its path is not traced: %v", c.Index, err)
+			} else {
+				prof.Path = &explain.PathTracer{Spaces: spaces}
+			}
+		}
+		return stackProfiler{prof}, nil
 	}
 	c.Outcome.ExplainNote = note
 	r.prog.Printf("case %d is not explained: %s", c.Index, note)
@@ -31,6 +44,62 @@ func (r *Runner) profilerFor(c *model.Case, p *site.Path) (measure.Profiler, err
 		return nil, &storeError{err}
 	}
 	return nil, nil
+}
+
+// traceSpaces are the namespaces whose packets the path tracer follows:
+// the endpoints' (all clients named "client", all servers "server", so
+// that their messages' paths read alike) and every other namespace
+// cnbench made for the path's network, named by their role.
+func traceSpaces(p *site.Path) ([]explain.TraceNamespace, error) {
+	var spaces []explain.TraceNamespace
+	at := map[uint32]int{}
+	add := func(path, label string, client, server bool) error {
+		ino, err := explain.NamespaceInode(path)
+		if err != nil {
+			return err
+		}
+		if i, ok := at[ino]; ok {
+			s := &spaces[i]
+			s.Client, s.Server = s.Client || client, s.Server || server
+			if s.Client && s.Server {
+				s.Label = "client+server"
+			}
+			return nil
+		}
+		at[ino] = len(spaces)
+		spaces = append(spaces, explain.TraceNamespace{Inode: ino, Label: label, Client: client, Server: server})
+		return nil
+	}
+	for _, role := range []struct {
+		sites  []site.Site
+		label  string
+		client bool
+	}{{p.Clients, "client", true}, {p.Servers, "server", false}} {
+		for _, s := range role.sites {
+			l, ok := s.(*site.Local)
+			if !ok {
+				continue
+			}
+			if err := add(l.Endpoint().NS.Path(), role.label, role.client, !role.client); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.Token != "" {
+		names, err := netns.List()
+		if err != nil {
+			return nil, err
+		}
+		prefix := netns.Token(p.Token).Name("")
+		for _, name := range names {
+			if role, ok := strings.CutPrefix(name, prefix); ok {
+				if err := add(filepath.Join(netns.RunDir, name), role, false, false); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return spaces, nil
 }
 
 // stackProfiler gives measure explain's recordings.

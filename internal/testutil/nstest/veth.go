@@ -1,4 +1,6 @@
-package testutil
+// Package nstest makes network namespaces for tests; apart from testutil,
+// which package netns's own tests use.
+package nstest
 
 import (
 	"testing"
