@@ -72,86 +72,115 @@ type flowKey struct {
 // Events of one packet share its sk_buff's address; the socket events
 // join them by the connection's ports and direction.
 func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
-	byInode := map[uint32]TraceNamespace{}
+	f := follower{
+		spaces:   map[uint32]TraceNamespace{},
+		open:     map[flowKey]*trail{},
+		byPacket: map[uint64]*trail{},
+		byPort:   map[portKey]*trail{},
+	}
 	for _, ns := range spaces {
-		byInode[ns.Inode] = ns
+		f.spaces[ns.Inode] = ns
 	}
 	events = slices.Clone(events)
 	slices.SortStableFunc(events, func(a, b traceEvent) int { return cmp.Compare(a.TimeNS, b.TimeNS) })
-
-	open := map[flowKey]*trail{}
-	byPacket := map[uint64]*trail{}
-	// byPort finds a message for a socket that is not connected (a UDP
-	// server's), whose events carry its own port only.
-	type portKey struct {
-		port uint16
-		dir  string
-	}
-	byPort := map[portKey]*trail{}
-	var done []*trail
-	live := func(t *trail, now uint64) bool {
-		return t != nil && !t.done && now-t.times[len(t.times)-1] < staleTrailNS
-	}
 	for _, e := range events {
-		ns, known := byInode[e.Netns]
+		ns, known := f.spaces[e.Netns]
 		if !known {
 			continue
 		}
-		ports := pairOf(e.Sport, e.Dport)
-		label := stageLabel(e, ns)
 		switch e.Kind {
 		case eventSend:
-			if dir := sendingDirection(ns); dir != "" {
-				t := &trail{dir: dir}
-				t.add(label, e.TimeNS)
-				open[flowKey{ports, dir}] = t
-			}
+			f.send(e, ns)
 		case eventTx, eventRx:
-			dir := sendingDirection(ns)
-			// A packet sent from an endpoint after its address was
-			// received is a new one that took a freed sk_buff's address.
-			if t := byPacket[e.Key]; live(t, e.TimeNS) && (e.Kind == eventRx || dir == "" || !t.received) {
-				t.received = t.received || e.Kind == eventRx
-				t.add(label, e.TimeNS)
-				continue
-			}
-			if e.Kind != eventTx || dir == "" {
-				continue
-			}
-			key := flowKey{ports, dir}
-			t := open[key]
-			if !live(t, e.TimeNS) || t.packet != 0 {
-				t = &trail{dir: dir} // no send seen: UDP, or cut by the window
-				open[key] = t
-			}
-			t.packet = e.Key
-			byPacket[e.Key] = t
-			byPort[portKey{e.Sport, dir}], byPort[portKey{e.Dport, dir}] = t, t
-			t.add(label, e.TimeNS)
+			f.packet(e, ns)
 		case eventReady, eventRead:
-			dir := receivingDirection(ns)
-			key := flowKey{ports, dir}
-			t := open[key]
-			if e.Dport == 0 {
-				t = byPort[portKey{e.Sport, dir}]
-			}
-			if dir == "" || !live(t, e.TimeNS) || !t.received {
-				continue
-			}
-			t.add(label, e.TimeNS)
-			if e.Kind == eventRead {
-				t.done = true
-				done = append(done, t)
-				if open[key] == t {
-					delete(open, key)
-				}
-				if byPacket[t.packet] == t {
-					delete(byPacket, t.packet)
-				}
-			}
+			f.socket(e, ns)
 		}
 	}
-	return done
+	return f.done
+}
+
+// follower holds the messages under way while events are read in time
+// order.
+type follower struct {
+	spaces   map[uint32]TraceNamespace
+	open     map[flowKey]*trail
+	byPacket map[uint64]*trail
+	// byPort finds a message for a socket that is not connected (a UDP
+	// server's), whose events carry its own port only.
+	byPort map[portKey]*trail
+	done   []*trail
+}
+
+type portKey struct {
+	port uint16
+	dir  string
+}
+
+// live reports whether t still waits for stages at now.
+func live(t *trail, now uint64) bool {
+	return t != nil && !t.done && now-t.times[len(t.times)-1] < staleTrailNS
+}
+
+// send starts a message where TCP starts sending one.
+func (f *follower) send(e traceEvent, ns TraceNamespace) {
+	if dir := sendingDirection(ns); dir != "" {
+		t := &trail{dir: dir}
+		t.add(stageLabel(e, ns), e.TimeNS)
+		f.open[flowKey{pairOf(e.Sport, e.Dport), dir}] = t
+	}
+}
+
+// packet adds a device's stage to the message its packet carries, or
+// starts a message where an endpoint sends a packet no send announced
+// (UDP, or a send before the tracing window).
+func (f *follower) packet(e traceEvent, ns TraceNamespace) {
+	dir := sendingDirection(ns)
+	// A packet sent from an endpoint after its address was received is a
+	// new one that took a freed sk_buff's address.
+	if t := f.byPacket[e.Key]; live(t, e.TimeNS) && (e.Kind == eventRx || dir == "" || !t.received) {
+		t.received = t.received || e.Kind == eventRx
+		t.add(stageLabel(e, ns), e.TimeNS)
+		return
+	}
+	if e.Kind != eventTx || dir == "" {
+		return
+	}
+	key := flowKey{pairOf(e.Sport, e.Dport), dir}
+	t := f.open[key]
+	if !live(t, e.TimeNS) || t.packet != 0 {
+		t = &trail{dir: dir}
+		f.open[key] = t
+	}
+	t.packet = e.Key
+	f.byPacket[e.Key] = t
+	f.byPort[portKey{e.Sport, dir}], f.byPort[portKey{e.Dport, dir}] = t, t
+	t.add(stageLabel(e, ns), e.TimeNS)
+}
+
+// socket adds the receiving socket's stages; the read ends the message.
+func (f *follower) socket(e traceEvent, ns TraceNamespace) {
+	dir := receivingDirection(ns)
+	key := flowKey{pairOf(e.Sport, e.Dport), dir}
+	t := f.open[key]
+	if e.Dport == 0 {
+		t = f.byPort[portKey{e.Sport, dir}]
+	}
+	if dir == "" || !live(t, e.TimeNS) || !t.received {
+		return
+	}
+	t.add(stageLabel(e, ns), e.TimeNS)
+	if e.Kind != eventRead {
+		return
+	}
+	t.done = true
+	f.done = append(f.done, t)
+	if f.open[key] == t {
+		delete(f.open, key)
+	}
+	if f.byPacket[t.packet] == t {
+		delete(f.byPacket, t.packet)
+	}
 }
 
 // sendingDirection is the direction of a message sent from ns: a
