@@ -123,9 +123,11 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 			t.Errorf("%s: no comparison with host: %+v", mode, c)
 		}
 	}
+	checkPaths(t, cases)
 
 	code, table, _ := runCLI(t, "explain", "--db", db, "bridge/chc")
-	if code != 0 || !strings.Contains(table, "CPU-s/GB") || !strings.Contains(table, "bridge/chc costs") || strings.Contains(table, "nat/chc") {
+	if code != 0 || !strings.Contains(table, "CPU-s/GB") || !strings.Contains(table, "bridge/chc costs") || strings.Contains(table, "nat/chc") ||
+		!strings.Contains(table, "first to last stage") {
 		t.Errorf("explain bridge/chc exited %d:\n%s", code, table)
 	}
 	if code, _, errOut := runCLI(t, "explain", "--db", db, "ipvlan/chc"); code != 2 {
@@ -139,7 +141,7 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`id="chart-explain-tcp_stream"`, `id="flame-`, `class="flame"`} {
+	for _, want := range []string{`id="chart-explain-tcp_stream"`, `id="flame-`, `class="flame"`, `id="path-`, "socket@server → read@server"} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("the HTML report lacks %s", want)
 		}
@@ -164,5 +166,54 @@ func TestExplainWithoutPerfSaysWhy(t *testing.T) {
 	code, table, _ := runCLI(t, "explain", "--db", db)
 	if code != 0 || !strings.Contains(table, "no explanation: perf is not installed") {
 		t.Errorf("explain exited %d:\n%s", code, table)
+	}
+}
+
+// checkPaths reads the request/response cases' time between stages: host
+// (both endpoints in one namespace) over loopback, bridge through the
+// host's two bridge ports, nat likewise; every direction starts at TCP's
+// send and ends at the read, its gaps add up to about its total, and the
+// cases through the bridge are compared with host.
+func checkPaths(t *testing.T, cases map[string]explainedCase) {
+	t.Helper()
+	want := map[string][]string{
+		"host rr":   {"either: send@client+server > tx lo@client+server > rx lo@client+server > socket@client+server > read@client+server"},
+		"bridge rr": {"request: send@client > tx eth0@client > rx ", " > rx eth0@server > socket@server > read@server", "response: send@server > tx eth0@server > "},
+		"nat rr":    {"request: send@client > tx eth0@client > rx ", " > socket@server > read@server", "response: send@server > "},
+	}
+	for mode, parts := range want {
+		p := cases[mode].Explanation.Path
+		if p == nil || len(p.Directions) == 0 {
+			t.Errorf("%s: no time between stages: %+v", mode, p)
+			continue
+		}
+		var got []string
+		for _, d := range p.Directions {
+			got = append(got, d.Direction+": "+strings.Join(d.Stages, " > "))
+			sum := 0.0
+			for _, g := range d.GapsUS {
+				sum += g
+			}
+			t.Logf("%s %s: %d messages, total %.2f us, gaps %v", mode, d.Direction, d.Messages, d.TotalUS, d.GapsUS)
+			if d.Messages < 100 || d.TotalUS <= 0 || sum < 0.7*d.TotalUS || sum > 1.3*d.TotalUS {
+				t.Errorf("%s %s: %d messages, total %.2f us, gaps add to %.2f", mode, d.Direction, d.Messages, d.TotalUS, sum)
+			}
+		}
+		all := strings.Join(got, "\n")
+		for _, part := range parts {
+			if !strings.Contains(all, part) {
+				t.Errorf("%s: paths\n%s\nlack %q", mode, all, part)
+			}
+		}
+		if mode != "host rr" {
+			if _, ok := cases[mode].Explanation.PathVsHostUS["request"]; !ok {
+				t.Errorf("%s: no comparison of the path with host: %v", mode, cases[mode].Explanation.PathVsHostUS)
+			}
+		}
+	}
+	if bridge := cases["bridge rr"].Explanation.Path; bridge != nil && len(bridge.Directions) > 0 {
+		if s := strings.Join(bridge.Directions[0].Stages, " "); !strings.Contains(s, "tx v-s1@") {
+			t.Errorf("bridge: the request is not seen leaving the bridge's server port: %s", s)
+		}
 	}
 }

@@ -39,6 +39,30 @@ type htmlPage struct {
 	// colours.
 	Flames      []htmlFlame
 	StageLegend []htmlSwatch
+	// Paths are the explained request/response cases' times between the
+	// stages of their path.
+	Paths []htmlPath
+}
+
+type htmlPath struct {
+	Index      int
+	Key, Note  string
+	Directions []htmlPathDirection
+}
+
+type htmlPathDirection struct {
+	Name             string
+	Messages, Others int
+	Gaps             []htmlGap
+	Total, VsHost    string
+}
+
+// htmlGap is one gap between stages, with its bar's width in percent of
+// the direction's total.
+type htmlGap struct {
+	From, To string
+	US       string
+	Width    template.CSS
 }
 
 type htmlFlame struct {
@@ -141,6 +165,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		page.Sections = append(page.Sections, sec)
 	}
 	page.Flames, page.StageLegend = flames(rep)
+	page.Paths = paths(rep)
 	if page.FontCSS, err = fontFaceCSS(); err != nil {
 		return err
 	}
@@ -215,4 +240,41 @@ func flames(rep *Report) ([]htmlFlame, []htmlSwatch) {
 		legend = append(legend, htmlSwatch{s.Name, template.CSS(fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B))})
 	}
 	return out, legend
+}
+
+// paths lays out each explained request/response case's time between
+// stages, a bar per gap as wide as its share of the gaps' sum.
+func paths(rep *Report) []htmlPath {
+	var out []htmlPath
+	for _, c := range rep.Cases {
+		e := c.Explanation
+		if e == nil || e.Path == nil {
+			continue
+		}
+		hp := htmlPath{Index: c.Index, Key: c.Key}
+		if len(e.Path.Directions) == 0 {
+			hp.Note = strings.Join(e.Path.Notes, "; ")
+		}
+		for _, d := range e.Path.Directions {
+			sum := 0.0
+			for _, g := range d.GapsUS {
+				sum += g
+			}
+			hd := htmlPathDirection{Name: d.Direction, Messages: d.Messages, Others: d.Others, Total: fmt.Sprintf("%.2f", d.TotalUS)}
+			if v, ok := e.PathVsHostUS[d.Direction]; ok {
+				hd.VsHost = fmt.Sprintf("%+.2f", v)
+			}
+			for i, g := range d.GapsUS {
+				w := 0.0
+				if sum > 0 {
+					w = 100 * g / sum
+				}
+				hd.Gaps = append(hd.Gaps, htmlGap{From: d.Stages[i], To: d.Stages[i+1], US: fmt.Sprintf("%.2f", g),
+					Width: template.CSS(fmt.Sprintf("%.1f%%", w))})
+			}
+			hp.Directions = append(hp.Directions, hd)
+		}
+		out = append(out, hp)
+	}
+	return out
 }
