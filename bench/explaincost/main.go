@@ -1,6 +1,7 @@
 // Command explaincost measures the cost of looking: throughput and round
 // trip on one path with and without --explain, in alternate runs of the
-// same scenario, and perf's own CPU time as the profiles counted it. It
+// same scenario, and the profiler's own CPU time (perf, and the path
+// tracer's BPF programs on round trips) as the profiles counted it. It
 // prints each round and the medians of the ratios, explained over plain.
 // Run it as root: go run ./bench/explaincost
 package main
@@ -48,7 +49,7 @@ func main() {
 	}
 }
 
-// figures are one run's medians: throughput, mean round trip, and perf's
+// figures are one run's medians: throughput, mean round trip, and the profiler's
 // share of the machine's busy time over the profiled samples.
 type figures struct{ bps, rttUS, profilerPct float64 }
 
@@ -61,7 +62,7 @@ func run(s settings) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "round\tplain Gbit/s\texplained\tratio\tplain rtt us\texplained\tratio\tperf, %% of busy CPU\t\n")
+	fmt.Fprintf(w, "round\tplain Gbit/s\texplained\tratio\tplain rtt us\texplained\tratio\tprofiler (perf and tracer), %% of busy CPU\t\n")
 	var tput, rtt, perf []float64
 	for i := range s.rounds {
 		plain, err := once(ctx, st, s, false)
