@@ -42,6 +42,7 @@ type trail struct {
 	dir      string
 	packet   uint64 // address of the sk_buff that carries it, once seen
 	received bool   // a device of the path has received it
+	told     bool   // the receiving socket has been told of it
 	stages   []string
 	times    []uint64
 	done     bool
@@ -168,6 +169,12 @@ func (f *follower) socket(e traceEvent, ns TraceNamespace) {
 	}
 	if dir == "" || !live(t, e.TimeNS) || !t.received {
 		return
+	}
+	if e.Kind == eventReady {
+		if t.told {
+			return // told again before the read: a FIN, or more data
+		}
+		t.told = true
 	}
 	t.add(stageLabel(e, ns), e.TimeNS)
 	if e.Kind != eventRead {
