@@ -91,7 +91,7 @@ func listsModule(path, mod string) bool {
 // Machine-wide needs of the modes, by family and name.
 var (
 	modeKernel = map[string][]string{
-		"host": nil, "veth": {"VETH"}, "bridge": {"VETH", "BRIDGE"}, "nat": {"VETH", "BRIDGE", "NF_TABLES", "NFT_NAT", "NFT_MASQ"},
+		"host": nil, "veth": {"VETH"}, "ebpf": {"VETH", "BPF_SYSCALL", "NET_CLS_ACT"}, "bridge": {"VETH", "BRIDGE"}, "nat": {"VETH", "BRIDGE", "NF_TABLES", "NFT_NAT", "NFT_MASQ"},
 		"overlay": {"VETH", "BRIDGE", "VXLAN"}, "ovs": {"VETH"}, "macvlan": {"VETH", "MACVLAN"}, "ipvlan": {"VETH", "IPVLAN"},
 	}
 	ovsPrograms    = []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"}
