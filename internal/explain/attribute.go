@@ -16,10 +16,12 @@ const maxFrames = 48
 const maxStacks = 2000
 
 // Attribute names the stage of one stack. A process whose stage takes
-// all its time (the profiler, ovs-vswitchd) has every sample; a sample in
-// user space belongs to its process's stage (the engines) or to "other";
-// a sample in the kernel to the innermost frame that names a stage, or to
-// "other".
+// all its time (the profiler, ovs-vswitchd) has every sample; a program
+// the table does not know (a user process, not a kernel thread) has its
+// samples in "elsewhere", but for softirq work the kernel did while it
+// ran, which may be the case's packets; a sample in user space belongs
+// to its process's stage (the engines); a sample in the kernel to the
+// innermost frame that names a stage; anything else to "other".
 // process is the name of the stack's process (its thread group's
 // leader), which may differ from its thread's; "" if unknown.
 func (t *Table) Attribute(s Stack, process string) string {
@@ -34,6 +36,9 @@ func (t *Table) attribute(s Stack, process string, cache map[string]string) stri
 	if len(s.Frames) == 0 {
 		return StageOther
 	}
+	if byProcess == "" && inUserProcess(s) && !t.inSoftirq(s, cache) {
+		return StageElsewhere
+	}
 	if !s.Frames[0].Kernel {
 		if byProcess != "" {
 			return byProcess
@@ -44,18 +49,47 @@ func (t *Table) attribute(s Stack, process string, cache map[string]string) stri
 		if !f.Kernel {
 			break
 		}
-		stage, ok := cache[f.Symbol]
-		if !ok {
-			stage = t.Symbol(f.Symbol)
-			if cache != nil {
-				cache[f.Symbol] = stage
-			}
-		}
-		if stage != "" {
+		if stage := t.symbolCached(f.Symbol, cache); stage != "" {
 			return stage
 		}
 	}
 	return StageOther
+}
+
+// inUserProcess reports whether a stack has user-space frames, which a
+// kernel thread's never has.
+func inUserProcess(s Stack) bool {
+	for _, f := range s.Frames {
+		if !f.Kernel {
+			return true
+		}
+	}
+	return false
+}
+
+// inSoftirq reports whether a stack's kernel frames pass through softirq
+// or NAPI work.
+func (t *Table) inSoftirq(s Stack, cache map[string]string) bool {
+	for _, f := range s.Frames {
+		if !f.Kernel {
+			return false
+		}
+		if t.symbolCached(f.Symbol, cache) == StageSoftirq {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Table) symbolCached(sym string, cache map[string]string) string {
+	stage, ok := cache[sym]
+	if !ok {
+		stage = t.Symbol(sym)
+		if cache != nil {
+			cache[sym] = stage
+		}
+	}
+	return stage
 }
 
 // Builder sums stacks into a profile.

@@ -28,6 +28,9 @@ type Breakdown struct {
 	TotalPerUnitS float64            `json:"total_per_unit_s"`
 	// ProfilerPerUnitS is perf's own CPU per unit, in no stage above.
 	ProfilerPerUnitS float64 `json:"profiler_per_unit_s"`
+	// ElsewherePct is the share of the busy time that programs not of
+	// the case took (StageElsewhere), in no stage above.
+	ElsewherePct float64 `json:"elsewhere_pct"`
 	// SampledBusyS is the busy CPU time the stacks stand for at one
 	// period each (every stage but idle, the profiler included);
 	// MachineBusyS the machine's busy time over the same windows by
@@ -85,7 +88,7 @@ func CaseBreakdown(samples []model.Sample) (Breakdown, bool) {
 	}
 	for stage, sec := range stages {
 		switch stage {
-		case StageIdle:
+		case StageIdle, StageElsewhere:
 		case StageProfiler:
 			b.ProfilerPerUnitS = sec * scale / units
 		default:
@@ -93,7 +96,10 @@ func CaseBreakdown(samples []model.Sample) (Breakdown, bool) {
 			b.TotalPerUnitS += sec * scale / units
 		}
 	}
-	if busy := b.SampledBusyS - stages[StageProfiler]; busy > 0 {
+	if b.SampledBusyS > 0 {
+		b.ElsewherePct = 100 * stages[StageElsewhere] / b.SampledBusyS
+	}
+	if busy := b.SampledBusyS - stages[StageProfiler] - stages[StageElsewhere]; busy > 0 {
 		b.OtherPct = 100 * stages[StageOther] / busy
 	}
 	return b, true

@@ -29,6 +29,11 @@ const (
 	StageIdle     = "idle"
 	StageProfiler = "profiler"
 	StageEngine   = "engine"
+	// StageElsewhere is the time of programs that are not the case's.
+	StageElsewhere = "elsewhere"
+	// StageSoftirq is NAPI and softirq work, which runs on whatever
+	// process a CPU was running.
+	StageSoftirq = "softirq"
 )
 
 // Table attributes stacks to stages.
@@ -101,7 +106,7 @@ func Load(doc []byte) (*Table, error) {
 			t.procs = append(t.procs, pp)
 		}
 	}
-	for _, need := range []string{StageOther, StageIdle, StageProfiler, StageEngine} {
+	for _, need := range []string{StageOther, StageIdle, StageProfiler, StageEngine, StageElsewhere} {
 		if !names[need] {
 			return nil, fmt.Errorf("stage table: it has no %q stage", need)
 		}

@@ -72,7 +72,7 @@ func TestProcessesNameUserSpaceStages(t *testing.T) {
 
 func TestLoadRefusesAmbiguousOrIncompleteTables(t *testing.T) {
 	base := "  - {name: other, title: o, about: o}\n  - {name: idle, title: i, about: i}\n" +
-		"  - {name: engine, title: e, about: e}\n  - {name: profiler, title: p, about: p}\n"
+		"  - {name: engine, title: e, about: e}\n  - {name: profiler, title: p, about: p}\n  - {name: elsewhere, title: x, about: x}\n"
 	for name, c := range map[string]struct{ doc, want string }{
 		"one pattern, two stages": {"stages:\n" + base + "  - {name: a, symbols: [x_*]}\n  - {name: b, symbols: [x_*]}\n", "in stages a and b"},
 		"a stage twice":           {"stages:\n" + base + "  - {name: a}\n  - {name: a}\n", "named twice"},
@@ -105,7 +105,10 @@ func TestAttributionTakesTheInnermostStage(t *testing.T) {
 		{"helper under TCP", Stack{Comm: "iperf3", Frames: k("kmem_cache_alloc_node", "__alloc_skb", "tcp_stream_alloc_skb", "tcp_sendmsg_locked")}, "tcp"},
 		{"nothing named", Stack{Comm: "kworker/0:1", Frames: k("memcpy_orig", "process_one_work", "worker_thread")}, "other"},
 		{"user space, engine", Stack{Comm: "iperf3", Frames: []Frame{{Symbol: "iperf_send", Kernel: false}}}, "engine"},
-		{"user space, other", Stack{Comm: "sshd", Frames: []Frame{{Symbol: "main"}}}, "other"},
+		{"another program's user space", Stack{Comm: "sshd", Frames: []Frame{{Symbol: "main"}}}, "elsewhere"},
+		{"another program's system call", Stack{Comm: "compile", Frames: append(k("ext4_file_write_iter", "vfs_write", "ksys_write"), Frame{Symbol: "syscall.Syscall"})}, "elsewhere"},
+		{"softirq on another program's CPU", Stack{Comm: "compile", Frames: append(k("tcp_v4_rcv", "ip_local_deliver", "__netif_receive_skb_core", "net_rx_action", "handle_softirqs", "irq_exit_rcu"), Frame{Symbol: "runtime.mallocgc"})}, "tcp"},
+		{"Docker's userland proxy", Stack{Comm: "docker-proxy", Frames: append(k("tcp_sendmsg"), Frame{Symbol: "io.Copy"})}, "nat"},
 		{"profiler in TCP", Stack{Comm: "perf", Frames: k("tcp_sendmsg")}, "profiler"},
 		{"userspace switch in a packet socket", Stack{Comm: "pmd-c01/id:5", Frames: k("tpacket_rcv", "__netif_receive_skb_core")}, "ovs"},
 		{"a tap elsewhere", Stack{Comm: "iperf3", Frames: k("tpacket_rcv", "dev_queue_xmit_nit", "dev_hard_start_xmit")}, "packet"},

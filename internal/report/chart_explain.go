@@ -29,7 +29,7 @@ func stageColors(stages []explain.Stage) map[string]color.RGBA {
 		switch s.Name {
 		case explain.StageOther:
 			colors[s.Name] = color.RGBA{0xb0, 0xb0, 0xb0, 0xff}
-		case explain.StageIdle, explain.StageProfiler:
+		case explain.StageIdle, explain.StageProfiler, explain.StageElsewhere:
 			colors[s.Name] = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 		default:
 			colors[s.Name] = stagePalette[i%len(stagePalette)]

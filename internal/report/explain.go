@@ -186,6 +186,9 @@ func WriteExplanations(w io.Writer, rep *Report, stages []explain.Stage) error {
 		}
 		fmt.Fprintf(w, "  %d samples; /proc/stat counted %.3f busy CPU-s, of which the stacks saw %.1f%% and split all of it; other: %.1f%% of busy\n",
 			b.Samples, b.MachineBusyS, b.StacksCoverPct, b.OtherPct)
+		if b.ElsewherePct >= 0.05 {
+			fmt.Fprintf(w, "  other programs on the machine took %.1f%% of the busy time, left out of the stages above\n", b.ElsewherePct)
+		}
 		if s := e.Summary(c.Case); s != "" {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
