@@ -65,10 +65,8 @@ func (d *iperf3Driver) Exchange(ctx context.Context, c model.Case, dur time.Dura
 	if err != nil {
 		return measure.Exchange{}, err
 	}
-	x := measure.Exchange{
-		SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: r.ReceiveTime,
-		Retransmits: r.Retransmits, RetransmitsKnown: r.HasRetransmits,
-	}
+	x := measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: r.ReceiveTime}
+	x.CountRetransmits(r.Retransmits, r.HasRetransmits, r.MSS)
 	if c.Workload == "udp_stream" {
 		iperf3UDP(&x, r)
 	}

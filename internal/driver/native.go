@@ -382,6 +382,10 @@ func addClient(x *measure.Exchange, workload string, r clientResult, n int, rtt 
 		x.Retransmits += run.Retransmits
 		x.RetransmitsKnown = true
 	}
+	if run.RetransmittedBytesKnown {
+		x.RetransmittedBytes += run.RetransmittedBytes
+		x.RetransmittedBytesKnown = true
+	}
 	var rate float64
 	switch workload {
 	case engine.WorkloadTCPStream, engine.WorkloadUDPStream:

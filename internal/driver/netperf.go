@@ -138,8 +138,9 @@ func (d *netperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Dur
 		if r.ThroughputBPS > 0 && r.ReceivedBytes > 0 {
 			took = time.Duration(float64(r.ReceivedBytes) * 8 / r.ThroughputBPS * float64(time.Second))
 		}
-		return measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: took,
-			Retransmits: r.Retransmits, RetransmitsKnown: r.HasRetransmits}, nil
+		x := measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: took}
+		x.CountRetransmits(r.Retransmits, r.HasRetransmits, r.MSS)
+		return x, nil
 	}
 	x := measure.Exchange{Transactions: r.Transactions(), TxTime: r.Elapsed, LatencyUS: reportedLatency(r.MeanUS, r.PercentilesUS)}
 	if c.Workload != "tcp_rr" {

@@ -113,11 +113,12 @@ func drainUntilClosed(fd int) error {
 	}
 }
 
-// retransmits reads the socket's lifetime retransmitted segments.
-func retransmits(fd int) (int64, bool) {
+// retransmits reads the socket's lifetime retransmitted segments and
+// bytes.
+func retransmits(fd int) (segments, bytes int64, ok bool) {
 	info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return int64(info.Total_retrans), true
+	return int64(info.Total_retrans), int64(info.Bytes_retrans), true
 }

@@ -200,6 +200,9 @@ func (c *Client) Run(ctx context.Context, spec RunSpec) (*RunResult, error) {
 	if resp.TCPRetransmits != nil {
 		r.Retransmits, r.RetransmitsKnown = *resp.TCPRetransmits, true
 	}
+	if resp.TCPRetransmittedBytes != nil {
+		r.RetransmittedBytes, r.RetransmittedBytesKnown = *resp.TCPRetransmittedBytes, true
+	}
 	r.SentPackets, r.Lost, r.RTT = resp.SentPackets, resp.Lost, resp.RTT
 	return r, nil
 }

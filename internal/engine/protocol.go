@@ -135,6 +135,8 @@ type Response struct {
 	BeganNS int64 `json:"began_ns,omitempty"`
 	// TCPRetransmits is absent when the kernel did not report TCP_INFO.
 	TCPRetransmits *int64 `json:"tcp_retransmits,omitempty"`
+	// TCPRetransmittedBytes is the payload those retransmits carried.
+	TCPRetransmittedBytes *int64 `json:"tcp_retransmitted_bytes,omitempty"`
 	// SentPackets are datagrams (or echoes) sent; Lost are udp_rr
 	// transactions or echoes that got no answer in time.
 	SentPackets int64 `json:"sent_packets,omitempty"`
@@ -190,6 +192,9 @@ type RunResult struct {
 	LatencyHDR       []byte
 	Retransmits      int64
 	RetransmitsKnown bool
+	// RetransmittedBytes is their payload, when RetransmittedBytesKnown.
+	RetransmittedBytes      int64
+	RetransmittedBytesKnown bool
 	// SentPackets and Lost are datagrams or echoes sent and unanswered.
 	SentPackets, Lost int64
 	// RTT is set for ping runs that got at least one reply.

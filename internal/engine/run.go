@@ -29,6 +29,7 @@ type flowOutcome struct {
 	stoppedAt          int64
 	latency            *hdrhistogram.Histogram
 	retransmits        int64
+	retransmittedBytes int64
 	retransmitsKnown   bool
 	packets, lost      int64
 	err                error
@@ -220,7 +221,7 @@ func (l *launch) abort() {
 // time runs from began to the last flow's stop.
 func mergeOutcomes(outcomes []flowOutcome, began int64) (Response, error) {
 	var resp Response
-	var retrans int64
+	var retrans, retransBytes int64
 	var retransKnown bool
 	var latency *hdrhistogram.Histogram
 	var stoppedAt int64
@@ -235,6 +236,7 @@ func mergeOutcomes(outcomes []flowOutcome, began int64) (Response, error) {
 		stoppedAt = max(stoppedAt, o.stoppedAt)
 		if o.retransmitsKnown {
 			retrans += o.retransmits
+			retransBytes += o.retransmittedBytes
 			retransKnown = true
 		}
 		if o.latency != nil {
@@ -248,7 +250,7 @@ func mergeOutcomes(outcomes []flowOutcome, began int64) (Response, error) {
 	resp.ElapsedNS = stoppedAt - began
 	resp.BeganNS, resp.ClockOriginUnixNS = began, clockOrigin.UnixNano()
 	if retransKnown {
-		resp.TCPRetransmits = &retrans
+		resp.TCPRetransmits, resp.TCPRetransmittedBytes = &retrans, &retransBytes
 	}
 	if latency != nil {
 		encoded, err := latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
@@ -315,7 +317,7 @@ func finishFlow(fd int, udp bool, o *flowOutcome) {
 	}
 	o.err = drainUntilClosed(fd)
 	if !udp {
-		o.retransmits, o.retransmitsKnown = retransmits(fd)
+		o.retransmits, o.retransmittedBytes, o.retransmitsKnown = retransmits(fd)
 	}
 }
 

@@ -63,6 +63,11 @@ type Exchange struct {
 	// Retransmits, when RetransmitsKnown.
 	Retransmits      int64
 	RetransmitsKnown bool
+	// RetransmittedBytes is the payload they carried, when the engine
+	// knows it (RetransmittedBytesKnown): the wire counted those bytes
+	// twice where the first copy was dropped after the count.
+	RetransmittedBytes      int64
+	RetransmittedBytesKnown bool
 
 	// PerEndpoint is each client endpoint's throughput (streams) or
 	// transactions per second (the others) where a pattern placed
@@ -106,4 +111,17 @@ func (x Exchange) busyTime(wall time.Duration) time.Duration {
 		return x.ActiveTime
 	}
 	return wall
+}
+
+// CountRetransmits records an external engine's retransmitted segments,
+// and their payload where it also said the connection's MSS: a bulk
+// stream's retransmits are full segments.
+func (x *Exchange) CountRetransmits(segments int64, known bool, mss int64) {
+	if !known {
+		return
+	}
+	x.Retransmits, x.RetransmitsKnown = segments, true
+	if mss > 0 {
+		x.RetransmittedBytes, x.RetransmittedBytesKnown = segments*mss, true
+	}
 }

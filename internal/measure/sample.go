@@ -162,6 +162,9 @@ func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMa
 	if x.RetransmitsKnown {
 		v[model.Retransmits] = float64(x.Retransmits)
 	}
+	if x.RetransmittedBytesKnown {
+		v[model.RetransmittedBytes] = float64(x.RetransmittedBytes)
+	}
 	s := model.Sample{Started: before.at, Duration: wall, Values: v, Intervals: x.Intervals}
 	if err := shapeValues(c, &s, x, before, after, bothCPU); err != nil {
 		return s, err

@@ -163,3 +163,30 @@ func TestUDPRoundTripsCarryTheKernelsLoss(t *testing.T) {
 		t.Error("a kernel loss without the kernel's counters")
 	}
 }
+
+// TestRetransmittedPayloadIsNotCountedTwice: 1 GB received through
+// frames that carried 1.02 GB of payload, 20 MB of it retransmitted
+// (first copies dropped after the receiver's interface counted them), is
+// an exact count once the retransmitted payload is taken off; where the
+// engine does not know it, the ratio shows the 2% as it is.
+func TestRetransmittedPayloadIsNotCountedTwice(t *testing.T) {
+	const frames = 700_000
+	wire := netstat.Counters{RxBytes: 1_020_000_000 + frames*tcpFrameOverhead, RxPackets: frames}
+	before, after := reading{}, reading{wire: wire}
+	x := Exchange{ReceivedBytes: 1_000_000_000, ReceiveTime: time.Second,
+		RetransmittedBytes: 20_000_000, RetransmittedBytesKnown: true}
+	v := map[string]float64{}
+	if err := tcpStreamValues(v, x, before, after, 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := v[model.AppWireRatio]; math.Abs(r-1) > 1e-9 {
+		t.Errorf("with the retransmitted payload known: ratio %v (want 1)", r)
+	}
+	x.RetransmittedBytesKnown = false
+	if err := tcpStreamValues(v, x, before, after, 1); err != nil {
+		t.Fatal(err)
+	}
+	if r := v[model.AppWireRatio]; math.Abs(r-1/1.02) > 1e-9 {
+		t.Errorf("without it: ratio %v, want %v", r, 1/1.02)
+	}
+}

@@ -74,7 +74,14 @@ func tcpStreamValues(v map[string]float64, x Exchange, before, after reading, bo
 	wire := after.wire.Sub(before.wire)
 	v[model.WireRxBytes] = float64(wire.RxBytes)
 	v[model.WireRxPackets] = float64(wire.RxPackets)
-	if payload := wirePayload(wire); payload > 0 {
+	// A segment dropped after the receiver's interface counted it is
+	// counted again when it is sent again: the retransmitted payload is
+	// not the application's twice.
+	payload := wirePayload(wire)
+	if x.RetransmittedBytesKnown {
+		payload -= float64(x.RetransmittedBytes)
+	}
+	if payload > 0 {
 		v[model.AppWireRatio] = float64(x.ReceivedBytes) / payload
 	}
 	return nil

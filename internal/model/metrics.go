@@ -49,9 +49,14 @@ const (
 	SentBytes     = "sent_bytes"
 	ReceivedBytes = "received_bytes"
 	Retransmits   = "tcp_retransmits"
+	// RetransmittedBytes is the payload of the retransmits, where the
+	// engine knows it (the native engine's TCP_INFO; iperf3's count times
+	// its MSS).
+	RetransmittedBytes = "tcp_retransmitted_bytes"
 	// The kernel's account of a stream: bytes and frames the receiver's
 	// interfaces counted, and the engine's received bytes over the TCP
-	// payload those frames carried (1.0 when the two agree exactly).
+	// payload those frames carried, less the retransmitted payload where
+	// it is known (1.0 when the two agree exactly).
 	WireRxBytes   = "wire_rx_bytes"
 	WireRxPackets = "wire_rx_packets"
 	AppWireRatio  = "app_wire_ratio"
@@ -128,6 +133,7 @@ var Metrics = map[string]MetricInfo{
 	SentBytes:          {"B", true, "bytes sent"},
 	ReceivedBytes:      {"B", true, "bytes received"},
 	Retransmits:        {"segments", false, "retransmitted segments"},
+	RetransmittedBytes: {"B", false, "retransmitted bytes"},
 	WireRxBytes:        {"B", true, "bytes on the wire"},
 	WireRxPackets:      {"frames", true, "frames on the wire"},
 	AppWireRatio:       {"ratio", true, "received bytes over wire payload"},

@@ -16,6 +16,9 @@ type Iperf3Result struct {
 	Retransmits int64
 	// HasRetransmits is false for UDP and where iperf3 could not read them.
 	HasRetransmits bool
+	// MSS is the maximum segment size iperf3 read from its control
+	// connection (tcp_mss_default), 0 where it did not say.
+	MSS int64
 	// UDP only.
 	LostPackets int64
 	Packets     int64
@@ -44,7 +47,10 @@ type iperf3Sum struct {
 }
 
 type iperf3Report struct {
-	Error     string `json:"error"`
+	Error string `json:"error"`
+	Start struct {
+		TCPMSSDefault int64 `json:"tcp_mss_default"`
+	} `json:"start"`
 	Intervals []struct {
 		Sum iperf3Sum `json:"sum"`
 	} `json:"intervals"`
@@ -91,6 +97,7 @@ func ParseIperf3(data []byte) (Iperf3Result, error) {
 		if e.SumSent.Retransmits != nil {
 			r.Retransmits, r.HasRetransmits = *e.SumSent.Retransmits, true
 		}
+		r.MSS = rep.Start.TCPMSSDefault
 	default:
 		return Iperf3Result{}, errors.New("parse iperf3 json: no end summary (did the test run?)")
 	}

@@ -16,7 +16,7 @@ import (
 // statistics need netperf's global -j.
 var NetperfKeys = []string{
 	"ELAPSED_TIME", "THROUGHPUT", "THROUGHPUT_UNITS",
-	"LOCAL_BYTES_SENT", "REMOTE_BYTES_RECVD", "LOCAL_TRANSPORT_RETRANS",
+	"LOCAL_BYTES_SENT", "REMOTE_BYTES_RECVD", "LOCAL_TRANSPORT_RETRANS", "TRANSPORT_MSS",
 	"TRANSACTION_RATE", "MEAN_LATENCY", "MIN_LATENCY", "MAX_LATENCY",
 	"P50_LATENCY", "P90_LATENCY", "P99_LATENCY", "STDDEV_LATENCY",
 }
@@ -35,6 +35,9 @@ type NetperfResult struct {
 	ThroughputBPS            float64
 	Retransmits              int64
 	HasRetransmits           bool
+	// MSS is the connection's maximum segment size (TRANSPORT_MSS), 0
+	// where netperf did not say.
+	MSS int64
 	// Request/response and connect/request/response: transactions per
 	// second, and their round trips in microseconds.
 	TransactionRate float64
@@ -82,6 +85,9 @@ func ParseNetperf(out []byte) (NetperfResult, error) {
 	// netperf prints -1 where the kernel did not say.
 	if v, ok := num("LOCAL_TRANSPORT_RETRANS"); ok && v >= 0 {
 		r.Retransmits, r.HasRetransmits = int64(v), true
+	}
+	if v, ok := num("TRANSPORT_MSS"); ok && v > 0 {
+		r.MSS = int64(v)
 	}
 	if bps, ok := bitsPerSecond(kv["THROUGHPUT"], kv["THROUGHPUT_UNITS"]); ok {
 		r.ThroughputBPS = bps

@@ -31,6 +31,9 @@ func TestParseIperf3TCP(t *testing.T) {
 	if !r.HasRetransmits || r.Retransmits != 0 {
 		t.Errorf("retransmits %d known %v", r.Retransmits, r.HasRetransmits)
 	}
+	if r.MSS != 32768 {
+		t.Errorf("MSS %d, want the report's tcp_mss_default 32768", r.MSS)
+	}
 	if len(r.Intervals) != 2 || r.Intervals[0].Bytes != 2437939200 {
 		t.Errorf("intervals %+v", r.Intervals)
 	}
