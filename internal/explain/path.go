@@ -71,12 +71,15 @@ func combine(ds []model.DirectionLatency) model.DirectionLatency {
 		out.Others += d.Others
 	}
 	out.TotalUS = stats.Median(totals)
+	spread := span(totals)
+	out.TotalRangeUS = &spread
 	for g := range main[0].GapsUS {
 		gaps := make([]float64, len(main))
 		for i, d := range main {
 			gaps[i] = d.GapsUS[g]
 		}
 		out.GapsUS = append(out.GapsUS, stats.Median(gaps))
+		out.GapsRangeUS = append(out.GapsRangeUS, span(gaps))
 	}
 	for _, d := range ds {
 		if strings.Join(d.Stages, "\n") != best {
@@ -104,4 +107,13 @@ func (p PathSummary) Against(base PathSummary) map[string]float64 {
 		return nil
 	}
 	return out
+}
+
+// span is the lowest and highest of xs, which is not empty.
+func span(xs []float64) [2]float64 {
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return [2]float64{lo, hi}
 }

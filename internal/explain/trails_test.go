@@ -171,6 +171,9 @@ func TestCasePathTakesTheMedianOfSamples(t *testing.T) {
 	if d.TotalUS != 20 || d.GapsUS[0] != 20 || d.Messages != 300 || d.Others != 7 {
 		t.Errorf("%+v", d)
 	}
+	if d.TotalRangeUS == nil || *d.TotalRangeUS != [2]float64{10, 30} || len(d.GapsRangeUS) != 1 || d.GapsRangeUS[0] != [2]float64{10, 30} {
+		t.Errorf("the samples' spread: total %v, gaps %v; want 10-30", d.TotalRangeUS, d.GapsRangeUS)
+	}
 	host := PathSummary{Directions: []model.DirectionLatency{{Direction: "either", TotalUS: 15}}}
 	if vs := p.Against(host); vs["request"] != 5 {
 		t.Errorf("against host: %v, want request +5", vs)

@@ -263,6 +263,11 @@ type DirectionLatency struct {
 	GapsUS []float64 `json:"gaps_us"`
 	// TotalUS is the median microseconds from the first stage to the last.
 	TotalUS float64 `json:"total_us"`
+	// Over a case's samples, GapsUS and TotalUS are the medians of the
+	// samples' medians, and these their lowest and highest: how far the
+	// samples spread. Empty in one sample's figures.
+	GapsRangeUS  [][2]float64 `json:"gaps_range_us,omitempty"`
+	TotalRangeUS *[2]float64  `json:"total_range_us,omitempty"`
 	// Messages is how many traced messages took this path; Others how many
 	// complete ones took another.
 	Messages int `json:"messages"`

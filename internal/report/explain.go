@@ -236,18 +236,30 @@ func writePath(w io.Writer, e *Explanation) error {
 		_, err := fmt.Fprintf(w, "  path not timed: %s\n", strings.Join(p.Notes, "; "))
 		return err
 	}
-	fmt.Fprintf(w, "  time between stages of the path (median us over %d samples):\n", p.Samples)
+	fmt.Fprintf(w, "  time between stages of the path (median us over %d samples, and the samples' lowest-highest):\n", p.Samples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, d := range p.Directions {
 		fmt.Fprintf(tw, "  %s, %d messages (%d on other paths)\t\t\n", d.Direction, d.Messages, d.Others)
 		for i, g := range d.GapsUS {
-			fmt.Fprintf(tw, "    %s > %s\t%.2f\t\n", d.Stages[i], d.Stages[i+1], g)
+			fmt.Fprintf(tw, "    %s > %s\t%.2f\t%s\n", d.Stages[i], d.Stages[i+1], g, rangeOf(d.GapsRangeUS, i))
 		}
 		vs := ""
 		if v, ok := e.PathVsHostUS[d.Direction]; ok {
 			vs = fmt.Sprintf(" (%+.2f over host)", v)
 		}
-		fmt.Fprintf(tw, "    first to last stage\t%.2f\t%s\n", d.TotalUS, vs)
+		total := ""
+		if d.TotalRangeUS != nil {
+			total = rangeOf([][2]float64{*d.TotalRangeUS}, 0)
+		}
+		fmt.Fprintf(tw, "    first to last stage\t%.2f\t%s%s\n", d.TotalUS, total, vs)
 	}
 	return tw.Flush()
+}
+
+// rangeOf prints the i-th lowest-highest pair, or nothing.
+func rangeOf(r [][2]float64, i int) string {
+	if i >= len(r) {
+		return ""
+	}
+	return fmt.Sprintf(" %.2f-%.2f", r[i][0], r[i][1])
 }

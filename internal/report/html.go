@@ -269,7 +269,7 @@ func paths(rep *Report) []htmlPath {
 				if sum > 0 {
 					w = 100 * g / sum
 				}
-				hd.Gaps = append(hd.Gaps, htmlGap{From: d.Stages[i], To: d.Stages[i+1], US: fmt.Sprintf("%.2f", g),
+				hd.Gaps = append(hd.Gaps, htmlGap{From: d.Stages[i], To: d.Stages[i+1], US: fmt.Sprintf("%.2f", g) + rangeOf(d.GapsRangeUS, i),
 					Width: template.CSS(fmt.Sprintf("%.1f%%", w))})
 			}
 			hp.Directions = append(hp.Directions, hd)
