@@ -20,6 +20,8 @@ type explainedCase struct {
 	// engineCPUPerUnit is the engines' own CPU seconds per unit of the
 	// case (cpu_s_per_gb, cpu_us_per_tx), from report --format json.
 	engineCPUPerUnit float64
+	// meanRTTUS is the engine's mean round trip (latency_mean_us).
+	meanRTTUS float64
 }
 
 func explained(t *testing.T, db string) map[string]explainedCase {
@@ -49,13 +51,15 @@ func explained(t *testing.T, db string) map[string]explainedCase {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	perUnit := map[string]float64{}
+	perUnit, rtt := map[string]float64{}, map[string]float64{}
 	for _, c := range rep.Cases {
 		perUnit[c.Key] = c.Metrics["cpu_s_per_gb"].Mean + c.Metrics["cpu_us_per_tx"].Mean/1e6
+		rtt[c.Key] = c.Metrics["latency_mean_us"].Mean
 	}
 	byMode := map[string]explainedCase{}
 	for _, c := range doc.Cases {
 		c.engineCPUPerUnit = perUnit[c.Key]
+		c.meanRTTUS = rtt[c.Key]
 		// mode/topology/workload(params)/engine
 		parts := strings.SplitN(c.Key, "/", 4)
 		name := parts[0]
@@ -188,7 +192,12 @@ func checkPaths(t *testing.T, cases map[string]explainedCase) {
 			continue
 		}
 		var got []string
+		ways := 0.0
 		for _, d := range p.Directions {
+			ways += d.TotalUS
+			if d.Direction == "either" {
+				ways += d.TotalUS // it stands for both
+			}
 			got = append(got, d.Direction+": "+strings.Join(d.Stages, " > "))
 			sum := 0.0
 			for _, g := range d.GapsUS {
@@ -198,6 +207,12 @@ func checkPaths(t *testing.T, cases map[string]explainedCase) {
 			if d.Messages < 100 || d.TotalUS <= 0 || sum < 0.7*d.TotalUS || sum > 1.3*d.TotalUS {
 				t.Errorf("%s %s: %d messages, total %.2f us, gaps add to %.2f", mode, d.Direction, d.Messages, d.TotalUS, sum)
 			}
+		}
+		// The two ways, send to read each, are the round trip less the
+		// server's turnaround: here 0.83-1.11 of the engine's mean round
+		// trip, on every mode (docs/explain.md).
+		if rtt := cases[mode].meanRTTUS; rtt <= 0 || ways < 0.6*rtt || ways > 1.4*rtt {
+			t.Errorf("%s: the two ways add up to %.1f us, the engine's mean round trip is %.1f us", mode, ways, rtt)
 		}
 		all := strings.Join(got, "\n")
 		for _, part := range parts {
