@@ -83,7 +83,7 @@ func (p PathTracer) Start() (*Tracing, error) {
 	}
 	t := &Tracing{spaces: p.Spaces, done: make(chan struct{})}
 	if err := t.load(offsets); err != nil {
-		t.close()
+		t.Close() // the programs attached before the failure too
 		return nil, fmt.Errorf("trace the path: %w", err)
 	}
 	go t.read()
