@@ -261,5 +261,5 @@ func rangeOf(r [][2]float64, i int) string {
 	if i >= len(r) {
 		return ""
 	}
-	return fmt.Sprintf(" %.2f-%.2f", r[i][0], r[i][1])
+	return fmt.Sprintf(" (%.2f-%.2f)", r[i][0], r[i][1])
 }
