@@ -115,12 +115,25 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 		}
 	}
 	host, bridge, nat := cases["host"].Explanation.Breakdown, cases["bridge"].Explanation.Breakdown, cases["nat"].Explanation.Breakdown
-	if host.PerUnitS["bridge"] != 0 || bridge.PerUnitS["bridge"] <= 0 || bridge.PerUnitS["veth"] <= 0 {
-		t.Errorf("bridge work: host %g, bridge %g (veth %g); want none on host, some on bridge",
-			host.PerUnitS["bridge"], bridge.PerUnitS["bridge"], bridge.PerUnitS["veth"])
+	// A stage of a few stacks is a few stacks: the other modes' bridges
+	// stay up while host is measured, and their link-local chatter can put
+	// a stack in host's bridge stage. So the signatures are the device
+	// stages together, against host's.
+	sum := func(b *explain.Breakdown, stages ...string) float64 {
+		total := 0.0
+		for _, s := range stages {
+			total += b.PerUnitS[s]
+		}
+		return total
 	}
-	if host.PerUnitS["nat"] != 0 || nat.PerUnitS["nat"]+nat.PerUnitS["netfilter"] <= 0 {
-		t.Errorf("NAT and netfilter work: host %g, nat %g + %g", host.PerUnitS["nat"], nat.PerUnitS["nat"], nat.PerUnitS["netfilter"])
+	devices := []string{"bridge", "veth", "netfilter"}
+	if h, b := sum(host, devices...), sum(bridge, devices...); h >= b/2 {
+		t.Errorf("bridge, veth and netfilter work: host %g, bridge %g (its bridge stage %g); want bridge's, and host's under half of it",
+			h, b, bridge.PerUnitS["bridge"])
+	}
+	translation := []string{"nat", "netfilter"}
+	if h, n := sum(host, translation...), sum(nat, translation...); h >= n/2 {
+		t.Errorf("NAT and netfilter work: host %g, nat %g (its NAT stage %g); want nat's, and host's under half of it", h, n, nat.PerUnitS["nat"])
 	}
 	for _, mode := range []string{"bridge", "nat"} {
 		if c := cases[mode]; c.Explanation.VsHost == nil || !strings.HasPrefix(c.Summary, mode+"/chc costs") {
