@@ -3,7 +3,6 @@ package netstat
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -33,6 +32,18 @@ func (c UDP) Sub(d UDP) UDP {
 //
 // Equivalent to: ip netns exec NS nstat -az Udp*
 func ReadUDP(ns *netns.NS) (UDP, error) {
+	v, err := ReadSNMP(ns, "Udp")
+	if err != nil {
+		return UDP{}, err
+	}
+	return udpOf(v), nil
+}
+
+// ReadSNMP reads one section of /proc/net/snmp ("Udp", "Ip") in a
+// namespace, by counter name.
+//
+// Equivalent to: ip netns exec NS nstat -az SECTION*
+func ReadSNMP(ns *netns.NS, section string) (map[string]uint64, error) {
 	var data []byte
 	err := ns.Do(func() (err error) {
 		// /proc/net follows the process's namespace; thread-self follows
@@ -41,43 +52,51 @@ func ReadUDP(ns *netns.NS) (UDP, error) {
 		return err
 	})
 	if err != nil {
-		return UDP{}, fmt.Errorf("read udp counters in %s: %w", ns.Name, err)
+		return nil, fmt.Errorf("read %s counters in %s: %w", section, ns.Name, err)
 	}
-	return ParseSNMPUDP(data)
+	return ParseSNMP(data, section)
 }
 
 // ParseSNMPUDP reads the "Udp:" header and value lines of /proc/net/snmp.
 func ParseSNMPUDP(data []byte) (UDP, error) {
+	v, err := ParseSNMP(data, "Udp")
+	if err != nil {
+		return UDP{}, err
+	}
+	return udpOf(v), nil
+}
+
+func udpOf(v map[string]uint64) UDP {
+	return UDP{InDatagrams: v["InDatagrams"], InErrors: v["InErrors"], RcvbufErrors: v["RcvbufErrors"]}
+}
+
+// ParseSNMP reads one section's header and value lines of
+// /proc/net/snmp, whose counters are unsigned (Udp, Ip; not Tcp, whose
+// MaxConn is -1).
+func ParseSNMP(data []byte, section string) (map[string]uint64, error) {
 	var header []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) == 0 || f[0] != "Udp:" {
+		if len(f) == 0 || f[0] != section+":" {
 			continue
 		}
 		if header == nil {
 			header = f
 			continue
 		}
-		var c UDP
+		v := map[string]uint64{}
 		for i, name := range header {
 			if i == 0 || i >= len(f) {
 				continue
 			}
-			v, err := strconv.ParseUint(f[i], 10, 64)
+			n, err := strconv.ParseUint(f[i], 10, 64)
 			if err != nil {
-				return UDP{}, fmt.Errorf("parse snmp Udp %s %q: %w", name, f[i], err)
+				return nil, fmt.Errorf("parse snmp %s %s %q: %w", section, name, f[i], err)
 			}
-			switch name {
-			case "InDatagrams":
-				c.InDatagrams = v
-			case "InErrors":
-				c.InErrors = v
-			case "RcvbufErrors":
-				c.RcvbufErrors = v
-			}
+			v[name] = n
 		}
-		return c, nil
+		return v, nil
 	}
-	return UDP{}, errors.New("no Udp lines in snmp")
+	return nil, fmt.Errorf("no %s lines in snmp", section)
 }
