@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -39,7 +38,7 @@ func TestTracerFollowsMessagesOverAVethPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go echo(ln)
+	go nstest.Echo(ln)
 	var conn net.Conn
 	if err := a.Do(func() (err error) { conn, err = net.Dial("tcp4", ln.Addr().String()); return err }); err != nil {
 		t.Fatal(err)
@@ -50,7 +49,7 @@ func TestTracerFollowsMessagesOverAVethPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer outside.Close()
-	go echo(outside)
+	go nstest.Echo(outside)
 	other, err := net.Dial("tcp4", outside.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +69,7 @@ func TestTracerFollowsMessagesOverAVethPair(t *testing.T) {
 	exchanges := 0
 	for time.Since(began) < time.Second {
 		for _, c := range []net.Conn{conn, other} {
-			if err := exchange(c); err != nil {
+			if err := nstest.RoundTrip(c); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -116,35 +115,4 @@ func TestTracerFollowsMessagesOverAVethPair(t *testing.T) {
 			t.Errorf("%s: gaps' medians add to %.1f us, far from the median total %.1f us", d.Direction, sum, d.TotalUS)
 		}
 	}
-}
-
-// echo answers every byte each connection sends with one byte.
-func echo(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			buf := make([]byte, 1)
-			for {
-				if _, err := io.ReadFull(c, buf); err != nil {
-					return
-				}
-				if _, err := c.Write(buf); err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-func exchange(c net.Conn) error {
-	buf := []byte{1}
-	if _, err := c.Write(buf); err != nil {
-		return err
-	}
-	_, err := io.ReadFull(c, buf)
-	return err
 }

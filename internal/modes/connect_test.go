@@ -37,14 +37,7 @@ func TestEveryModeConnects(t *testing.T) {
 					t.Fatal(err)
 				}
 				tp, m := modetest.Build(t, d, kind, topo.Options{})
-				server, err := m.Endpoint(tp.HostFor(true), "s1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				client, err := m.Endpoint(tp.HostFor(false), "c1")
-				if err != nil {
-					t.Fatal(err)
-				}
+				server, client := modetest.Pair(t, tp, m)
 				transfer(t, name, m, server, client)
 			})
 		}

@@ -1,12 +1,8 @@
 package kernel
 
 import (
-	"bufio"
-	"bytes"
 	"net"
 	"net/netip"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,43 +10,22 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnbench/internal/mode/modetest"
+	"cnbench/internal/netstat"
+	"cnbench/internal/testutil/nstest"
 	"cnbench/internal/topo"
 )
 
-// forwarded is the host's count of datagrams its IP stack forwarded
-// (Ip: ForwDatagrams in /proc/net/snmp of its namespace).
+// forwarded is the hosts' count of datagrams their IP stacks forwarded
+// (Ip: ForwDatagrams in /proc/net/snmp of each host's namespace).
 func forwarded(t *testing.T, tp *topo.Topology) int64 {
 	t.Helper()
 	var total int64
 	for _, h := range tp.Hosts {
-		var data []byte
-		if err := h.NS.Do(func() (err error) {
-			data, err = os.ReadFile("/proc/thread-self/net/snmp")
-			return err
-		}); err != nil {
+		ip, err := netstat.ReadSNMP(h.NS, "Ip")
+		if err != nil {
 			t.Fatal(err)
 		}
-		var header []string
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) == 0 || f[0] != "Ip:" {
-				continue
-			}
-			if header == nil {
-				header = f
-				continue
-			}
-			for i, name := range header {
-				if name == "ForwDatagrams" && i < len(f) {
-					n, err := strconv.ParseInt(f[i], 10, 64)
-					if err != nil {
-						t.Fatal(err)
-					}
-					total += n
-				}
-			}
-		}
+		total += int64(ip["ForwDatagrams"])
 	}
 	return total
 }
@@ -76,22 +51,7 @@ func exchanges(t *testing.T, client, server *topo.Endpoint, n int) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		buf := make([]byte, 1)
-		for {
-			if _, err := c.Read(buf); err != nil {
-				return
-			}
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
-		}
-	}()
+	go nstest.Echo(ln)
 	var conn net.Conn
 	if err := client.NS.Do(func() (err error) {
 		conn, err = net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
@@ -101,12 +61,8 @@ func exchanges(t *testing.T, client, server *topo.Endpoint, n int) {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	buf := []byte{1}
 	for range n {
-		if _, err := conn.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Read(buf); err != nil {
+		if err := nstest.RoundTrip(conn); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,14 +86,7 @@ func TestEBPFDatapathSkipsTheHostStack(t *testing.T) {
 				}
 				d := requireMode(t, strings.TrimSuffix(name, " on clsact"), kind)
 				tp, m := modetest.Build(t, d, kind, topo.Options{})
-				server, err := m.Endpoint(tp.HostFor(true), "s1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				client, err := m.Endpoint(tp.HostFor(false), "c1")
-				if err != nil {
-					t.Fatal(err)
-				}
+				server, client := modetest.Pair(t, tp, m)
 				before := forwarded(t, tp)
 				if !preferTCX {
 					filters, err := tp.HostFor(true).Handle.FilterList(mustLink(t, tp.HostFor(true), "v-s1"), netlink.HANDLE_MIN_INGRESS)

@@ -58,14 +58,7 @@ func requireMode(t *testing.T, name, kind string) mode.Descriptor {
 func TestOverlayMTU(t *testing.T) {
 	d := requireMode(t, Overlay, topo.CHHC)
 	tp, m := modetest.Build(t, d, topo.CHHC, topo.Options{MTU: 9000})
-	server, err := m.Endpoint(tp.HostFor(true), "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := m.Endpoint(tp.HostFor(false), "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	server, client := modetest.Pair(t, tp, m)
 	const want = 9000 - vxlanOverhead
 	for _, ep := range []*topo.Endpoint{server, client} {
 		var mtu int

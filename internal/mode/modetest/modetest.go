@@ -63,3 +63,18 @@ func ListenPort(m mode.Mode) int {
 	}
 	return 0
 }
+
+// Pair places a server endpoint "s1" on the server's host and a client
+// endpoint "c1" on the client's.
+func Pair(t *testing.T, tp *topo.Topology, m mode.Mode) (server, client *topo.Endpoint) {
+	t.Helper()
+	server, err := m.Endpoint(tp.HostFor(true), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err = m.Endpoint(tp.HostFor(false), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server, client
+}

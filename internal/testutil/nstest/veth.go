@@ -1,8 +1,11 @@
-// Package nstest makes network namespaces for tests; apart from testutil,
-// which package netns's own tests use.
+// Package nstest makes network namespaces for tests, and the traffic
+// they send through them; apart from testutil, which package netns's own
+// tests use.
 package nstest
 
 import (
+	"io"
+	"net"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -57,4 +60,37 @@ func VethPair(t testing.TB) (a, b *netns.NS) {
 		}
 	}
 	return a, b
+}
+
+// Echo answers every byte each connection to ln sends with one byte,
+// until ln is closed.
+func Echo(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			buf := make([]byte, 1)
+			for {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// RoundTrip sends one byte on c and waits for Echo's answer.
+func RoundTrip(c net.Conn) error {
+	buf := []byte{1}
+	if _, err := c.Write(buf); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(c, buf)
+	return err
 }
