@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf/btf"
 )
@@ -19,6 +20,10 @@ type kernelOffsets struct {
 	skNet, skFamily, skNum, skDport   int32
 	skProtocol                        int32
 }
+
+// kernelFieldOffsets are the running kernel's, read once: every sample
+// of every explained case loads the tracer again.
+var kernelFieldOffsets = sync.OnceValues(readKernelOffsets)
 
 // readKernelOffsets finds each field in the kernel's BTF.
 func readKernelOffsets() (kernelOffsets, error) {

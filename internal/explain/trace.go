@@ -77,7 +77,7 @@ func (p PathTracer) Start() (*Tracing, error) {
 	if err := TraceAvailable(); err != nil {
 		return nil, err
 	}
-	offsets, err := readKernelOffsets()
+	offsets, err := kernelFieldOffsets()
 	if err != nil {
 		return nil, err
 	}

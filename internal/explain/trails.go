@@ -125,7 +125,7 @@ func live(t *trail, now uint64) bool {
 
 // send starts a message where TCP starts sending one.
 func (f *follower) send(e traceEvent, ns TraceNamespace) {
-	if dir := sendingDirection(ns); dir != "" {
+	if dir := direction(ns, true); dir != "" {
 		t := &trail{dir: dir}
 		t.add(stageLabel(e, ns), e.TimeNS)
 		f.open[flowKey{pairOf(e.Sport, e.Dport), dir}] = t
@@ -136,7 +136,7 @@ func (f *follower) send(e traceEvent, ns TraceNamespace) {
 // starts a message where an endpoint sends a packet no send announced
 // (UDP, or a send before the tracing window).
 func (f *follower) packet(e traceEvent, ns TraceNamespace) {
-	dir := sendingDirection(ns)
+	dir := direction(ns, true)
 	// A packet sent from an endpoint after its address was received is a
 	// new one that took a freed sk_buff's address.
 	if t := f.byPacket[e.Key]; live(t, e.TimeNS) && (e.Kind == eventRx || dir == "" || !t.received) {
@@ -161,7 +161,7 @@ func (f *follower) packet(e traceEvent, ns TraceNamespace) {
 
 // socket adds the receiving socket's stages; the read ends the message.
 func (f *follower) socket(e traceEvent, ns TraceNamespace) {
-	dir := receivingDirection(ns)
+	dir := direction(ns, false)
 	key := flowKey{pairOf(e.Sport, e.Dport), dir}
 	t := f.open[key]
 	if e.Dport == 0 {
@@ -190,32 +190,20 @@ func (f *follower) socket(e traceEvent, ns TraceNamespace) {
 	}
 }
 
-// sendingDirection is the direction of a message sent from ns: a
-// request from a client's, a response from a server's; "either" where
-// both endpoints share it, "" where neither is.
-func sendingDirection(ns TraceNamespace) string {
+// direction is the direction of a message sent from ns (sending) or
+// received in it: a request leaves a client and reaches a server, a
+// response the other way; "either" where both endpoints share ns, ""
+// where neither is there.
+func direction(ns TraceNamespace, sending bool) string {
 	switch {
 	case ns.Client && ns.Server:
 		return "either"
-	case ns.Client:
+	case !ns.Client && !ns.Server:
+		return ""
+	case ns.Client == sending:
 		return "request"
-	case ns.Server:
-		return "response"
 	}
-	return ""
-}
-
-// receivingDirection is the direction of a message received in ns.
-func receivingDirection(ns TraceNamespace) string {
-	switch {
-	case ns.Client && ns.Server:
-		return "either"
-	case ns.Server:
-		return "request"
-	case ns.Client:
-		return "response"
-	}
-	return ""
+	return "response"
 }
 
 func stageLabel(e traceEvent, ns TraceNamespace) string {

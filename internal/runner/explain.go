@@ -90,7 +90,7 @@ func traceSpaces(p *site.Path) ([]explain.TraceNamespace, error) {
 		if err != nil {
 			return nil, err
 		}
-		prefix := netns.Token(p.Token).Name("")
+		prefix := p.Token.Name("")
 		for _, name := range names {
 			if role, ok := strings.CutPrefix(name, prefix); ok {
 				if err := add(filepath.Join(netns.RunDir, name), role, false, false); err != nil {
