@@ -22,11 +22,15 @@
 // collect know when a session is complete, even if it is asked before the
 // last connection has been accepted.
 //
-// The data paths bypass Go's netpoller: every flow gets its own goroutine
+// The data paths bypass Go's netpoller: a flow gets its own goroutine
 // locked to an OS thread, doing blocking system calls on the raw socket with
 // a reusable buffer, so the per-message cost is close to that of a C tool
-// such as iperf3 or sockperf. The receiver's byte count is authoritative for
-// throughput; the sender's is reported for loss accounting.
+// such as iperf3 or sockperf. A stream of more flows than the engine has
+// CPUs is driven instead by one such thread per CPU, each over its group of
+// flows through epoll (see streamGroups and receivePool), its receiving
+// sockets ready once per 64 KiB, not per segment (streamReceiveLowWater).
+// The receiver's byte count is authoritative for throughput; the sender's
+// is reported for loss accounting.
 //
 // Times reported by collect are on the engine's monotonic clock, counted
 // from an arbitrary origin fixed when the process starts; only differences

@@ -156,7 +156,7 @@ func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o Soc
 		return err
 	}
 	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
-		return e.receivers.receive(fd, m, s)
+		return e.receivers.receive(fd, streamLowWater(o), m, s)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

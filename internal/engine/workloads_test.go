@@ -235,3 +235,39 @@ func TestSocketOptions(t *testing.T) {
 		t.Errorf("a run with an unknown congestion control: got %v", err)
 	}
 }
+
+// The receiving sockets of a stream of more flows than CPUs wait for a
+// low-water mark of bytes before their reader is woken; the bytes below
+// it at the end of the stream, and those of a receive buffer fixed smaller
+// than the mark, must still arrive, and at once.
+func TestStreamBytesBelowTheLowWaterMarkArrive(t *testing.T) {
+	ctx := testContext(t)
+	server, client := startEngine(t), startEngine(t)
+	for i, c := range []struct {
+		flows, msgSize int
+		o              SocketOptions
+	}{
+		{usableCPUs() + 3, 100, SocketOptions{}},
+		{usableCPUs() + 3, 3000, SocketOptions{ReceiveBuffer: 8192}},
+	} {
+		spec := RunSpec{
+			Workload: WorkloadTCPStream, Target: listenLoopback(t, server, c.o),
+			Session: uint64(40 + i), Flows: c.flows, MsgSize: c.msgSize, DurationMS: 300,
+		}
+		run, err := client.Run(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got, err := server.Collect(ctx, spec.Session, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%d flows of %d-byte writes: %v", c.flows, c.msgSize, err)
+		}
+		if got.ReceivedBytes != run.SentBytes {
+			t.Errorf("%d flows of %d-byte writes, %+v: received %d of %d bytes", c.flows, c.msgSize, c.o, got.ReceivedBytes, run.SentBytes)
+		}
+		if waited := time.Since(start); waited > time.Second {
+			t.Errorf("%d flows of %d-byte writes: the last bytes took %v to be read after the run", c.flows, c.msgSize, waited)
+		}
+	}
+}
