@@ -65,7 +65,7 @@ func (d *iperf3Driver) Exchange(ctx context.Context, c model.Case, dur time.Dura
 	if err != nil {
 		return measure.Exchange{}, err
 	}
-	x := measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: r.ReceiveTime}
+	x := measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: r.ReceiveTime, PerFlow: r.FlowBPS}
 	x.CountRetransmits(r.Retransmits, r.HasRetransmits, r.MSS)
 	if c.Workload == "udp_stream" {
 		iperf3UDP(&x, r)

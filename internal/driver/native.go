@@ -391,6 +391,9 @@ func addClient(x *measure.Exchange, workload string, r clientResult, n int, rtt 
 	case engine.WorkloadTCPStream, engine.WorkloadUDPStream:
 		if r.sess.Elapsed > 0 {
 			rate = float64(r.sess.ReceivedBytes) * 8 / r.sess.Elapsed.Seconds()
+			for _, b := range r.sess.FlowBytes {
+				x.PerFlow = append(x.PerFlow, float64(b*misreportBytes)*8/r.sess.Elapsed.Seconds())
+			}
 		}
 		x.ThroughputBPS += rate
 	default:

@@ -236,6 +236,7 @@ func (c *Client) Collect(ctx context.Context, session uint64, timeout time.Durat
 		LastByte:      time.Duration(resp.LastByteNS),
 		Elapsed:       time.Duration(resp.ElapsedNS),
 		Flows:         resp.Flows,
+		FlowBytes:     resp.FlowBytes,
 		Transactions:  resp.Transactions,
 		Intervals:     resp.Intervals,
 		Packets:       resp.Packets,

@@ -112,6 +112,21 @@ func TestTCPStream(t *testing.T) {
 			if sum != got.ReceivedBytes {
 				t.Errorf("intervals sum to %d bytes, received %d", sum, got.ReceivedBytes)
 			}
+			// Every flow has its own count, and they add up to the
+			// session's: none is lost or counted twice.
+			if len(got.FlowBytes) != tc.flows {
+				t.Errorf("%d per-flow counts for %d flows", len(got.FlowBytes), tc.flows)
+			}
+			var flowSum int64
+			for i, b := range got.FlowBytes {
+				if b <= 0 {
+					t.Errorf("flow %d received %d bytes", i, b)
+				}
+				flowSum += b
+			}
+			if flowSum != got.ReceivedBytes {
+				t.Errorf("flows received %d bytes together, the session %d", flowSum, got.ReceivedBytes)
+			}
 
 			if _, err := server.Collect(ctx, session, 50*time.Millisecond); err == nil {
 				t.Error("a collected session was reported again")

@@ -154,6 +154,7 @@ type Response struct {
 	// time line.
 	ClockOriginUnixNS int64            `json:"clock_origin_unix_ns,omitempty"`
 	Flows             int              `json:"flows,omitempty"`
+	FlowBytes         []int64          `json:"flow_bytes,omitempty"`
 	Intervals         []model.Interval `json:"intervals,omitempty"`
 	// UDP: datagrams received, those the senders reported sending, their
 	// difference, arrivals with a sequence number below one already seen,
@@ -212,6 +213,8 @@ type SessionResult struct {
 	// the engine did not say.
 	ClockOrigin time.Time
 	Flows       int
+	// FlowBytes are the bytes each flow received, by flow index.
+	FlowBytes []int64
 	// Transactions served, for tcp_rr sessions.
 	Transactions int64
 	// Intervals hold received bytes per second, from the first byte.

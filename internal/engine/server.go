@@ -110,6 +110,7 @@ func (e *engine) handle(req Request) Response {
 			ClockOriginUnixNS: clockOrigin.UnixNano(),
 			ElapsedNS:         int64(r.Elapsed),
 			Flows:             r.Flows,
+			FlowBytes:         r.FlowBytes,
 			Transactions:      r.Transactions,
 			Intervals:         r.Intervals,
 			Packets:           r.Packets,

@@ -59,8 +59,10 @@ type session struct {
 	header     connHeader
 	seen, open int
 	total      flowMeter // merged meters of the finished flows
-	failure    error     // the first flow that ended with an error
-	done       chan struct{}
+	// flowBytes are each finished flow's received bytes, by flow index.
+	flowBytes []int64
+	failure   error // the first flow that ended with an error
+	done      chan struct{}
 	// udp holds a UDP session's flows; it is set when the session is
 	// announced and never changes after.
 	udp udpFlows
@@ -116,6 +118,7 @@ func (t *sessionTable) join(h connHeader) (*session, error) {
 	switch {
 	case !s.announced:
 		s.announced, s.header = true, h
+		s.flowBytes = make([]int64, h.flowCount)
 		if isUDPKind(h.kind) {
 			s.udp = make(udpFlows, h.flowCount)
 		}
@@ -163,6 +166,9 @@ func (t *sessionTable) leave(s *session, m *flowMeter, flowErr error) {
 		tot.last = max(tot.last, m.last)
 	}
 	tot.bytes += m.bytes
+	if int(m.index) < len(s.flowBytes) {
+		s.flowBytes[m.index] += m.bytes
+	}
 	tot.transactions += m.transactions
 	tot.packets += m.packets
 	tot.sentPackets += m.sentPackets
@@ -243,6 +249,7 @@ func (s *session) result() SessionResult {
 		LastByte:      time.Duration(tot.last),
 		Elapsed:       time.Duration(tot.last - tot.first),
 		Flows:         s.seen,
+		FlowBytes:     s.flowBytes,
 		Transactions:  tot.transactions,
 		Packets:       tot.packets,
 		PeerSent:      tot.sentPackets,

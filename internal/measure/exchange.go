@@ -77,6 +77,10 @@ type Exchange struct {
 	// (ReceiveTime), or, where the engines cannot tell that, their sum.
 	PerEndpoint           []float64
 	ThroughputBPS, TxPerS float64
+	// PerFlow is each flow's throughput over its session's receive time,
+	// every flow of every endpoint, for streams whose engine tells the
+	// flows apart; nil otherwise.
+	PerFlow []float64
 	// UDP: datagrams (udp_stream) or requests (udp_rr) sent, received,
 	// lost and reordered, and the mean RFC 3550 jitter over flows.
 	SentPackets, ReceivedPackets, Lost, OutOfOrder int64

@@ -170,6 +170,7 @@ func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMa
 		return s, err
 	}
 	patternValues(v, x)
+	flowValues(v, x)
 	return s, nil
 }
 

@@ -126,6 +126,44 @@ func TestJainByHand(t *testing.T) {
 	}
 }
 
+// TestFlowSpreadByHand holds the per-flow figures of a stream to values
+// worked out by hand: the slowest, median and fastest flow and Jain's
+// index over the flows; one flow has none of them.
+func TestFlowSpreadByHand(t *testing.T) {
+	for _, tc := range []struct {
+		rates                  []float64
+		min, median, max, jain float64
+	}{
+		{[]float64{4e9, 1e9, 3e9, 2e9}, 1e9, 2.5e9, 4e9, 100.0 / 120},
+		{[]float64{2e9, 8e9, 2e9}, 2e9, 2e9, 8e9, 144.0 / 216},
+		{[]float64{5e9, 5e9}, 5e9, 5e9, 5e9, 1},
+	} {
+		x := Exchange{ReceivedBytes: 1e9, ReceiveTime: 1e9, PerFlow: tc.rates}
+		before, after := readings()
+		s, err := sampleFrom(model.Case{Workload: workload.TCPStream}, before, after, x, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]float64{
+			model.FlowThroughputMinBPS: tc.min, model.FlowThroughputMedianBPS: tc.median,
+			model.FlowThroughputMaxBPS: tc.max, model.FlowFairnessJain: tc.jain,
+		} {
+			if got, ok := s.Values[name]; !ok || math.Abs(got-want) > 1e-9*max(1, want) {
+				t.Errorf("flows %v: %s %v (present %v), want %v", tc.rates, name, got, ok, want)
+			}
+		}
+	}
+	x := Exchange{ReceivedBytes: 1e9, ReceiveTime: 1e9, PerFlow: []float64{8e9}}
+	before, after := readings()
+	s, err := sampleFrom(model.Case{Workload: workload.TCPStream}, before, after, x, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s.Values[model.FlowFairnessJain]; ok {
+		t.Errorf("one flow: fairness over flows %v, want none", v)
+	}
+}
+
 // TestUDPRoundTripsCarryTheKernelsLoss reads udp_rr's loss from the
 // kernel's counters of the server's namespace: the requests it did not
 // deliver over those sent, and where the client shares that namespace,

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"slices"
 
 	"cnbench/internal/model"
 	"cnbench/internal/workload"
@@ -167,6 +168,25 @@ func patternValues(v map[string]float64, x Exchange) {
 	if len(x.PerEndpoint) > 1 {
 		v[model.FairnessJain] = jain(x.PerEndpoint)
 	}
+}
+
+// flowValues add how a stream's throughput spread over its flows, where
+// it had more than one.
+func flowValues(v map[string]float64, x Exchange) {
+	if len(x.PerFlow) < 2 {
+		return
+	}
+	rates := slices.Clone(x.PerFlow)
+	slices.Sort(rates)
+	n := len(rates)
+	v[model.FlowThroughputMinBPS] = rates[0]
+	v[model.FlowThroughputMaxBPS] = rates[n-1]
+	if n%2 == 1 {
+		v[model.FlowThroughputMedianBPS] = rates[n/2]
+	} else {
+		v[model.FlowThroughputMedianBPS] = (rates[n/2-1] + rates[n/2]) / 2
+	}
+	v[model.FlowFairnessJain] = jain(rates)
 }
 
 // jain is Jain's fairness index: (Σx)² / (n·Σx²), 1 when all are equal

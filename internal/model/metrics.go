@@ -64,6 +64,12 @@ const (
 	// fairness index over the client endpoints (1 when all got the same).
 	ThroughputPerEndpointBPS = "throughput_per_endpoint_bps"
 	FairnessJain             = "fairness_jain"
+	// Streams of several flows: the slowest, median and fastest flow's
+	// throughput, and Jain's fairness index over all the flows.
+	FlowThroughputMinBPS    = "flow_throughput_min_bps"
+	FlowThroughputMedianBPS = "flow_throughput_median_bps"
+	FlowThroughputMaxBPS    = "flow_throughput_max_bps"
+	FlowFairnessJain        = "flow_fairness_jain"
 	// UDP: loss over the datagrams sent (udp_stream) or the transactions
 	// tried (udp_rr), reordered arrivals, RFC 3550 interarrival jitter.
 	LossPct    = "loss_pct"
@@ -140,6 +146,10 @@ var Metrics = map[string]MetricInfo{
 
 	ThroughputPerEndpointBPS: {"bit/s", true, "throughput per endpoint"},
 	FairnessJain:             {"index", true, "Jain's fairness"},
+	FlowThroughputMinBPS:     {"bit/s", true, "slowest flow's throughput"},
+	FlowThroughputMedianBPS:  {"bit/s", true, "median flow's throughput"},
+	FlowThroughputMaxBPS:     {"bit/s", true, "fastest flow's throughput"},
+	FlowFairnessJain:         {"index", true, "Jain's fairness over flows"},
 	LossPct:                  {"%", false, "loss"},
 	JitterUS:                 {"us", false, "jitter"},
 	OutOfOrder:               {"datagrams", false, "out-of-order datagrams"},

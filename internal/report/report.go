@@ -205,6 +205,7 @@ var metricOrder = []string{
 	model.CPUSenderPct, model.CPUReceiverPct, model.CPUSoftirqPct, model.CPUStealPct, model.CPUSPerGB, model.CPUUSPerTx,
 	model.SentBytes, model.ReceivedBytes, model.Retransmits,
 	model.MaxRateBPS, model.ConnectionsPerS, model.ThroughputPerEndpointBPS, model.FairnessJain,
+	model.FlowThroughputMinBPS, model.FlowThroughputMedianBPS, model.FlowThroughputMaxBPS, model.FlowFairnessJain,
 	model.LossPct, model.JitterUS, model.OutOfOrder, model.SentPackets, model.ReceivedPackets, model.Trials,
 	model.RTTMinUS, model.RTTAvgUS, model.RTTMaxUS, model.RTTMdevUS,
 }

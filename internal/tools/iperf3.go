@@ -26,6 +26,9 @@ type Iperf3Result struct {
 	JitterMS    float64
 	// Intervals are the sender's per-interval byte counts.
 	Intervals []Iperf3Interval
+	// FlowBPS is each TCP stream's throughput as its receiver measured it,
+	// where there was more than one stream.
+	FlowBPS []float64
 }
 
 // Iperf3Interval is one reporting interval.
@@ -46,6 +49,11 @@ type iperf3Sum struct {
 	LostPercent float64  `json:"lost_percent"`
 }
 
+// iperf3Stream is one stream's part of the end summary.
+type iperf3Stream struct {
+	Receiver *iperf3Sum `json:"receiver"` // TCP
+}
+
 type iperf3Report struct {
 	Error string `json:"error"`
 	Start struct {
@@ -55,9 +63,10 @@ type iperf3Report struct {
 		Sum iperf3Sum `json:"sum"`
 	} `json:"intervals"`
 	End struct {
-		SumSent     *iperf3Sum `json:"sum_sent"`
-		SumReceived *iperf3Sum `json:"sum_received"`
-		Sum         *iperf3Sum `json:"sum"` // UDP
+		SumSent     *iperf3Sum     `json:"sum_sent"`
+		SumReceived *iperf3Sum     `json:"sum_received"`
+		Sum         *iperf3Sum     `json:"sum"` // UDP
+		Streams     []iperf3Stream `json:"streams"`
 	} `json:"end"`
 }
 
@@ -98,6 +107,7 @@ func ParseIperf3(data []byte) (Iperf3Result, error) {
 			r.Retransmits, r.HasRetransmits = *e.SumSent.Retransmits, true
 		}
 		r.MSS = rep.Start.TCPMSSDefault
+		r.FlowBPS = flowRates(e.Streams)
 	default:
 		return Iperf3Result{}, errors.New("parse iperf3 json: no end summary (did the test run?)")
 	}
@@ -108,6 +118,22 @@ func ParseIperf3(data []byte) (Iperf3Result, error) {
 		r.Intervals = append(r.Intervals, Iperf3Interval{Start: iv.Sum.Start, End: iv.Sum.End, Bytes: iv.Sum.Bytes})
 	}
 	return r, nil
+}
+
+// flowRates are the streams' receiving rates in bit/s; nil for one
+// stream, or where a stream's receiver gave no duration.
+func flowRates(streams []iperf3Stream) []float64 {
+	if len(streams) < 2 {
+		return nil
+	}
+	rates := make([]float64, 0, len(streams))
+	for _, s := range streams {
+		if s.Receiver == nil || s.Receiver.Seconds <= 0 {
+			return nil
+		}
+		rates = append(rates, float64(s.Receiver.Bytes)*8/s.Receiver.Seconds)
+	}
+	return rates
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,12 @@ func TestParseIperf3TCP(t *testing.T) {
 	}
 	if len(r.Intervals) != 2 || r.Intervals[0].Bytes != 2437939200 {
 		t.Errorf("intervals %+v", r.Intervals)
+	}
+	// Each stream's receiver bytes over its receiver's seconds, from the
+	// report's end.streams.
+	want := []float64{2329935872 * 8 / 2.000144, 2362179584 * 8 / 2.000144}
+	if len(r.FlowBPS) != 2 || math.Abs(r.FlowBPS[0]-want[0]) > 1 || math.Abs(r.FlowBPS[1]-want[1]) > 1 {
+		t.Errorf("per-stream rates %v, want %v", r.FlowBPS, want)
 	}
 }
 
