@@ -38,6 +38,7 @@ var ChartKinds = []ChartKind{
 	{"msgsize", "throughput (or transactions/s) against message size, a line per mode"},
 	{"latency", "latency percentiles p50, p90, p99, p99.9 per mode, from the merged histograms"},
 	{"cdf", "latency distribution (CDF) per mode, from the merged histograms"},
+	{"flowspread", "for streams of several flows: the slowest, median and fastest flow's throughput per mode"},
 	{"cpu", "CPU cost: CPU cores per Gbit/s for streams (cpu_s_per_gb / 8), CPU time per transaction for request/response"},
 	{"overhead", "each mode's cost against the host baseline of the same case, in percent"},
 	{"explain", "for runs made with --explain: each case's CPU time on every CPU per GB or per transaction, stacked by path stage"},
@@ -120,7 +121,9 @@ func (cs *chartSet) build(kind string) ([]Chart, error) {
 	case "flows", "msgsize":
 		return cs.axisCharts(kind)
 	case "latency":
-		return cs.latencyCharts()
+		return cs.latencyCharts(), nil
+	case "flowspread":
+		return cs.flowSpreadCharts(), nil
 	case "cdf":
 		return cs.cdfCharts()
 	case "explain":
@@ -416,13 +419,31 @@ func (cs *chartSet) axisCharts(kind string) ([]Chart, error) {
 	return out, nil
 }
 
-func (cs *chartSet) latencyCharts() ([]Chart, error) {
-	var out []Chart
+func (cs *chartSet) latencyCharts() []Chart {
 	groups := make([]string, len(model.LatencyPercentiles))
+	metrics := make([]string, len(model.LatencyPercentiles))
 	for i, p := range model.LatencyPercentiles {
-		groups[i] = "p" + formatPlain(p.Quantile)
+		groups[i], metrics[i] = "p"+formatPlain(p.Quantile), p.Name
 	}
-	for _, pn := range cs.panels(nil, func(c CaseReport) bool { _, ok := c.Metrics[model.LatencyP50US]; return ok }) {
+	return cs.metricGroupCharts("latency", "percentile", "latency ("+shownUnitOf(model.LatencyP50US)+")", 1,
+		"latency percentiles (merged histograms, 95% CI)", groups, metrics)
+}
+
+// flowSpreadMetrics are the flowspread chart's bars, in order.
+var flowSpreadMetrics = []string{model.FlowThroughputMinBPS, model.FlowThroughputMedianBPS, model.FlowThroughputMaxBPS}
+
+func (cs *chartSet) flowSpreadCharts() []Chart {
+	scale, _ := metricAxis(model.FlowThroughputMinBPS)
+	return cs.metricGroupCharts("flowspread", "flow", "throughput of one flow ("+shownUnitOf(model.FlowThroughputMinBPS)+")", scale,
+		"throughput of the slowest, median and fastest flow (mean, 95% CI)", []string{"slowest", "median", "fastest"}, flowSpreadMetrics)
+}
+
+// metricGroupCharts draws, for each set of otherwise equal cases that has
+// metrics[0], one group of bars per metric (named by groups), a bar per
+// mode in each, the values times scale.
+func (cs *chartSet) metricGroupCharts(kind, xLabel, yLabel string, scale float64, what string, groups, metrics []string) []Chart {
+	var out []Chart
+	for _, pn := range cs.panels(nil, func(c CaseReport) bool { _, ok := c.Metrics[metrics[0]]; return ok }) {
 		bars := &groupedBars{groups: len(groups)}
 		var legend []string
 		for _, m := range cs.pal.modes {
@@ -431,24 +452,24 @@ func (cs *chartSet) latencyCharts() ([]Chart, error) {
 				continue
 			}
 			ser := barSeries{name: m, color: cs.pal.colors[m], values: make([]stats.Summary, len(groups))}
-			for g, p := range model.LatencyPercentiles {
-				ser.values[g] = pn.cases[i].Metrics[p.Name]
+			for g, name := range metrics {
+				ser.values[g] = scaleSummary(pn.cases[i].Metrics[name], scale)
 			}
 			bars.series = append(bars.series, ser)
 			legend = append(legend, m)
 		}
-		p := newPlot("", "percentile", "latency ("+shownUnitOf(model.LatencyP50US)+")")
+		p := newPlot("", xLabel, yLabel)
 		p.Add(bars)
 		p.X.Tick.Marker = groupTicks(groups)
 		p.X.Tick.Length = 0
 		_, _, _, ymax := bars.DataRange()
 		p.Y.Min, p.Y.Max = 0, ymax*1.08
-		title := fmt.Sprintf("%s: latency percentiles (merged histograms, 95%% CI) · %s", pn.cases[0].Workload, pn.label)
-		ch := cs.chart("latency-"+pn.id, "latency", title, p, legend, 7.5*vg.Inch)
+		title := fmt.Sprintf("%s: %s · %s", pn.cases[0].Workload, what, pn.label)
+		ch := cs.chart(kind+"-"+pn.id, kind, title, p, legend, 7.5*vg.Inch)
 		ch.Values = barValues(bars, groups)
 		out = append(out, ch)
 	}
-	return out, nil
+	return out
 }
 
 // cdfQuantiles are the points of a CDF line: every percent, then finer

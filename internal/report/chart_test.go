@@ -55,7 +55,11 @@ func richRun(t *testing.T) *model.RunResult {
 		base := map[string]float64{"chc": 40, "chhc": 9.4}[topo]
 		for _, m := range chartModes {
 			for _, flows := range []int{1, 2, 4, 8} {
-				add(m, topo, "tcp_stream", model.Params{Flows: flows, MsgSize: 128 << 10}, stream(base*modeCost[m].rate*math.Min(1, 0.4+0.2*float64(flows))))
+				samples := stream(base * modeCost[m].rate * math.Min(1, 0.4+0.2*float64(flows)))
+				if flows > 1 {
+					spreadOverFlows(samples, flows)
+				}
+				add(m, topo, "tcp_stream", model.Params{Flows: flows, MsgSize: 128 << 10}, samples)
 			}
 		}
 	}
@@ -83,6 +87,53 @@ func richRun(t *testing.T) *model.RunResult {
 	return res
 }
 
+// spreadOverFlows gives stream samples the figures of flows that shared
+// the throughput unevenly: the slowest flow got half a fair share, the
+// fastest one and a half.
+func spreadOverFlows(samples []model.Sample, flows int) {
+	for _, s := range samples {
+		fair := s.Values[model.ThroughputBPS] / float64(flows)
+		s.Values[model.FlowThroughputMinBPS] = fair / 2
+		s.Values[model.FlowThroughputMedianBPS] = fair
+		s.Values[model.FlowThroughputMaxBPS] = fair * 3 / 2
+		s.Values[model.FlowFairnessJain] = 0.9
+	}
+}
+
+// TestFlowSpreadChartPlotsTheFlowFigures reads back what the flowspread
+// chart plots: each mode's slowest, median and fastest flow, the means
+// of the samples' figures in Gbit/s.
+func TestFlowSpreadChartPlotsTheFlowFigures(t *testing.T) {
+	rep := Build(richRun(t))
+	charts, err := Charts(rep, "flowspread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(charts) != 6 {
+		t.Fatalf("%d flowspread charts, want 6 (flows 2, 4 and 8 on two topologies)", len(charts))
+	}
+	for _, ch := range charts {
+		if ch.YLabel != "throughput of one flow (Gbit/s)" {
+			t.Errorf("%s: value axis %q", ch.ID, ch.YLabel)
+		}
+		if len(ch.Values) != 3*len(chartModes) {
+			t.Errorf("%s: %d values, want %d", ch.ID, len(ch.Values), 3*len(chartModes))
+		}
+		for _, v := range ch.Values {
+			i := slices.IndexFunc(rep.Cases, func(c CaseReport) bool {
+				return c.Mode == v.Series && strings.Contains(ch.Title, c.Topology+" · "+compactParams(c.Params))
+			})
+			if i < 0 {
+				t.Fatalf("%s: no case of %s for %q", ch.ID, v.Series, ch.Title)
+			}
+			metric := flowSpreadMetrics[slices.Index([]string{"slowest", "median", "fastest"}, v.Group)]
+			if want := rep.Cases[i].Metrics[metric].Mean / 1e9; math.Abs(v.Y-want) > 1e-9*want {
+				t.Errorf("%s: %s %s plotted %.6g, the case's %s is %.6g Gbit/s", ch.ID, v.Series, v.Group, v.Y, metric, want)
+			}
+		}
+	}
+}
+
 func TestChartsOfEveryKind(t *testing.T) {
 	charts, err := Charts(Build(richRun(t)), "")
 	if err != nil {
@@ -102,6 +153,7 @@ func TestChartsOfEveryKind(t *testing.T) {
 		"flows":   2, // one per topology
 		"msgsize": 1, // chc with one flow only
 		"latency": 2, "cdf": 2,
+		"flowspread": 6, // flows 2, 4 and 8 on each topology
 	}
 	for kind, n := range want {
 		if count[kind] != n {
