@@ -27,7 +27,7 @@ samples: 3
 modes: [host, bridge]
 topologies: [chc]
 workloads:
-  - tcp_stream
+  - {type: tcp_stream, flows: 4}
   - tcp_rr
   - tcp_crr
   - {type: udp_stream, rate: 200M}
@@ -445,7 +445,7 @@ func checkCharts(t *testing.T, db string, raw []rawCase, want []map[string]summa
 			}
 		}
 	}
-	for _, kind := range []string{"cpu tcp_stream", "cpu udp_stream", "cpu tcp_rr", "cpu udp_rr", "cpu tcp_crr", "latency tcp_rr", "cdf udp_rr"} {
+	for _, kind := range []string{"cpu tcp_stream", "cpu udp_stream", "cpu tcp_rr", "cpu udp_rr", "cpu tcp_crr", "latency tcp_rr", "cdf udp_rr", "flowspread tcp_stream"} {
 		if !seen[kind] {
 			t.Errorf("no %s chart", kind)
 		}
@@ -496,6 +496,11 @@ func expectedChart(t *testing.T, kind, w string, raw []rawCase, want []map[strin
 			for name, q := range latencyQuantiles {
 				values[fmt.Sprintf("%s p%g 0", c.mode, q)] = bar(want[i][name], 1, true)
 			}
+		case "flowspread":
+			for g, name := range []string{"slowest", "median", "fastest"} {
+				metric := []string{"flow_throughput_min_bps", "flow_throughput_median_bps", "flow_throughput_max_bps"}[g]
+				values[fmt.Sprintf("%s %s 0", c.mode, name)] = bar(want[i][metric], 1e-9, true)
+			}
 		case "cdf":
 			merged := mergeAll(c.hists)
 			for _, q := range cdfPoints() {
@@ -518,6 +523,8 @@ func expectedChart(t *testing.T, kind, w string, raw []rawCase, want []map[strin
 		return "latency (µs)", values
 	case "cdf":
 		return "fraction of transactions", values
+	case "flowspread":
+		return "throughput of one flow (Gbit/s)", values
 	}
 	return axis.label, values
 }

@@ -36,6 +36,8 @@ func vocabulary() scenario.Vocabulary {
 		Workloads:  workload.Names(),
 		Engines:    driver.Names(),
 		SharesHost: topo.SharesHost,
+
+		EndpointsPerHost: modes.EndpointsPerHost,
 	}
 }
 

@@ -82,10 +82,26 @@ type Descriptor struct {
 	Uncounted []string
 	// Addresses is where the mode's endpoints take their addresses from.
 	Addresses topo.Addressing
+	// ManyEndpoints says the mode numbers a host's endpoints beyond the
+	// first topo.BaseEndpointsPerHost from the host's extension block
+	// (see EndpointsPerHost).
+	ManyEndpoints bool
 
 	// guestModes are the table's modes built in guests, for Check's
 	// reasons; Table.Lookup fills them in.
 	guestModes []string
+}
+
+// EndpointsPerHost is how many endpoints the mode places on one host of
+// a topology of kind topology, the bound both a scenario's check and the
+// build hold to: a host's extension block for a mode with ManyEndpoints,
+// except in VM guests and, for endpoints on the wire, on the routed
+// topology's per-host segments; the host's first subnet otherwise.
+func (d Descriptor) EndpointsPerHost(topology string) int {
+	if !d.ManyEndpoints || topo.IsVM(topology) || (d.Addresses == topo.WireAddresses && topology == topo.Routed) {
+		return topo.BaseEndpointsPerHost
+	}
+	return topo.HostCapacity(1)
 }
 
 // Guests is what a mode needs of VM guests.

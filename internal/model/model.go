@@ -113,9 +113,14 @@ const (
 	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
 )
 
-// MaxEndpointsPerHost bounds the endpoints on one emulated host (or VM
-// guest), which numbers them in a /24.
-const MaxEndpointsPerHost = 250
+// Endpoints on one emulated host (or VM guest): the first
+// BaseEndpointsPerHost are numbered in the host's /24, and the modes that
+// use one number up to MaxEndpointsPerHost in all from an extension block
+// (package topo's address plan).
+const (
+	BaseEndpointsPerHost = 250
+	MaxEndpointsPerHost  = 1250
+)
 
 // Endpoints are how many server and client endpoints p's pattern places.
 func (p Params) Endpoints() (servers, clients int) {

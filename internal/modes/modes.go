@@ -9,6 +9,7 @@
 package modes
 
 import (
+	"cnbench/internal/topo"
 	"slices"
 
 	"cnbench/internal/mode"
@@ -36,6 +37,16 @@ func Lookup(name string) (mode.Descriptor, bool) { return Table.Lookup(name) }
 
 // Names lists the table's modes, host first, then alphabetically.
 func Names() []string { return Table.Names() }
+
+// EndpointsPerHost is how many endpoints the named mode places on one
+// host of a topology; a name the table does not hold gets the bound of
+// a host's first subnet.
+func EndpointsPerHost(name, topology string) int {
+	if d, ok := Table.Lookup(name); ok {
+		return d.EndpointsPerHost(topology)
+	}
+	return topo.BaseEndpointsPerHost
+}
 
 // Patterns are the mode names scenarios may use beyond Names: an entry
 // ending in "*" admits every name with its prefix.

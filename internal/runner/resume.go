@@ -50,7 +50,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	// The stored document is the expanded scenario; it must still parse,
 	// or this build could not run the cases it names.
 	vocab := scenario.Vocabulary{Modes: append(modes.Names(), modes.Patterns()...), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
-		SharesHost: topo.SharesHost}
+		SharesHost: topo.SharesHost, EndpointsPerHost: modes.EndpointsPerHost}
 	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), vocab)
 	if err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)

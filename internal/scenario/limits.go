@@ -8,21 +8,27 @@ import (
 )
 
 // limitMessage checks one variant of a workload against what a run can
-// build: endpoints on one host (each host numbers its endpoints in a
-// /24) and sockets in one engine. It returns the key to blame ("clients"
-// or "flows") and the message, or "" when the variant fits in every
-// topology given; the run applies the same bounds, so a case that
+// build: endpoints on one host, as many as each mode numbers there, and
+// sockets in one engine. It returns the key to blame ("clients" or
+// "flows") and the message, or "" when the variant fits every mode in
+// every topology given; the run applies the same bounds, so a case that
 // passes here is not refused for its size once its network is built.
-func limitMessage(typ string, p model.Params, topologies []Topology, sharesHost func(string) bool) (key, msg string) {
+func limitMessage(typ string, p model.Params, modes []string, topologies []Topology, v Vocabulary) (key, msg string) {
 	servers, clients := p.Endpoints()
 	for _, t := range topologies {
 		n := max(servers, clients)
-		if sharesHost == nil || sharesHost(t.Name) {
+		if v.SharesHost == nil || v.SharesHost(t.Name) {
 			n = servers + clients
 		}
-		if n > model.MaxEndpointsPerHost {
-			return "clients", fmt.Sprintf("%s with %s and %s puts %d endpoints on one host in topology %s; a host holds at most %d",
-				patternName(p), count(clients, "client"), count(servers, "server"), n, t.Name, model.MaxEndpointsPerHost)
+		for _, m := range modes {
+			limit := model.BaseEndpointsPerHost
+			if v.EndpointsPerHost != nil {
+				limit = v.EndpointsPerHost(m, t.Name)
+			}
+			if n > limit {
+				return "clients", fmt.Sprintf("%s with %s and %s puts %d endpoints on one host in topology %s; mode %s holds at most %d there",
+					patternName(p), count(clients, "client"), count(servers, "server"), n, t.Name, m, limit)
+			}
 		}
 	}
 	row := workload.Get(typ)
@@ -59,10 +65,10 @@ func patternName(p model.Params) string {
 
 // checkLimits reports each workload's first variant that does not fit,
 // at the path where returns for workload i.
-func checkLimits(s *Spec, sharesHost func(string) bool, report func(i int, key, msg string)) {
+func checkLimits(s *Spec, v Vocabulary, report func(i int, key, msg string)) {
 	for i, w := range s.Workloads {
 		for _, params := range w.variants() {
-			if key, msg := limitMessage(w.Type, params, s.Topologies, sharesHost); msg != "" {
+			if key, msg := limitMessage(w.Type, params, s.Modes, s.Topologies, v); msg != "" {
 				report(i, key, msg)
 				break
 			}

@@ -561,7 +561,7 @@ func (p *parser) checkMatrix(s *Spec, workloadItems []item) {
 		p.report(nil, "", s.matrixMessage(n))
 		return
 	}
-	checkLimits(s, p.vocab.SharesHost, func(i int, key, msg string) {
+	checkLimits(s, p.vocab, func(i int, key, msg string) {
 		it := workloadItems[i]
 		p.report(it.node, joinPath(it.path, key), msg)
 	})

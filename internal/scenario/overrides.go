@@ -108,7 +108,7 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
-	checkLimits(s, v.SharesHost, func(_ int, key, msg string) { errs.add(&Error{Path: "--" + key, Msg: msg}) })
+	checkLimits(s, v, func(_ int, key, msg string) { errs.add(&Error{Path: "--" + key, Msg: msg}) })
 	if err := errs.err(); err != nil {
 		return nil, err
 	}

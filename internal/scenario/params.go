@@ -29,7 +29,7 @@ var Patterns = []string{PatternPairs, PatternFanIn, PatternNToM, PatternContaine
 
 // Limits of the knobs beyond the rows' own bounds.
 const (
-	maxEndpoints   = 250 // a host numbers its endpoints 1..250
+	maxEndpoints   = model.MaxEndpointsPerHost // the most any mode numbers on a host
 	minMSS, maxMSS = 88, 65495
 	maxBuffer      = 1 << 30
 	maxPPS         = 1_000_000_000

@@ -110,7 +110,7 @@ func TestWorkloadParameterErrors(t *testing.T) {
 		{`{type: udp_rr, mss: 1000}`, `unknown key "mss"`},
 		{`{type: tcp_stream, pattern: star}`, `unknown pattern "star"`},
 		{`{type: tcp_stream, pattern: fan_in, servers: 2}`, "servers applies to pattern n_to_m only"},
-		{`{type: tcp_stream, clients: 251}`, "(1..250)"},
+		{`{type: tcp_stream, clients: 1251}`, "(1..1250)"},
 		{`{type: udp_max_rate, loss_threshold: 100}`, "expected a loss percentage"},
 		{`{type: ping, msg_size: 8}`, "expected a size from 16 to 65499"},
 		{`{type: ping, interval: 2m}`, "expected an interval"},

@@ -96,6 +96,9 @@ type Vocabulary struct {
 	// one host, for the bound on endpoints per host; nil takes every
 	// topology to, which never passes a case the run would refuse.
 	SharesHost func(topology string) bool
+	// EndpointsPerHost is how many endpoints a mode places on one host of
+	// a topology; nil takes every mode to hold model.BaseEndpointsPerHost.
+	EndpointsPerHost func(mode, topology string) int
 }
 
 const (

@@ -2,6 +2,7 @@ package topo
 
 import (
 	"net/netip"
+	"slices"
 
 	"cnbench/internal/model"
 )
@@ -21,6 +22,18 @@ import (
 // 198.18.i.0/24, where host i's NIC is 198.18.i.253 and the router's
 // interface, the segment's gateway, is 198.18.i.254.
 //
+// A host's first 250 endpoints are numbered as above. Hosts 1 to 8 hold
+// 1000 more each in an extension block of their own, a /22 whose last
+// /24's .254 is the host's gateway there:
+//
+//	198.19.(32+4(i-1)).0/22  behind host i: endpoints 251 to 1250
+//	198.18.(32+4(i-1)).0/22  on host i's side of the underlay
+//
+// so an endpoint behind a host has one of two prefixes and gateways
+// (EndpointPrefix, EndpointGateway), and the routes between hosts carry
+// both (EndpointSubnets). Endpoints on the wire stay in the underlay's
+// /16 either way.
+//
 // Which of these a mode's endpoints take is a fact of its row in the mode
 // table (package modes), an Addressing.
 var (
@@ -31,22 +44,107 @@ var (
 // HostAddr is host i's NIC address on the underlay.
 func HostAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}) }
 
+// The bounds of the plan: endpoints in a host's /24, hosts with an
+// extension block, and endpoints such a host holds in all.
+const (
+	BaseEndpointsPerHost = model.BaseEndpointsPerHost
+	ExtendedHosts        = 8
+	extensionEndpoints   = model.MaxEndpointsPerHost - model.BaseEndpointsPerHost
+	// extensionGateway is the gateway's place in an extension block:
+	// .254 of its last /24.
+	extensionGateway = 1022
+)
+
+// extension is the n-th address of host i's extension block in the /16
+// whose second octet is second: the endpoint numbered
+// BaseEndpointsPerHost+n, or the gateway at extensionGateway.
+func extension(second byte, host, n int) netip.Addr {
+	base := 32 + 4*(host-1)
+	return netip.AddrFrom4([4]byte{198, second, byte(base + n/256), byte(n % 256)})
+}
+
+func extensionBlock(second byte, host int) netip.Prefix {
+	return netip.PrefixFrom(extension(second, host, 0), 22)
+}
+
+// hasExtension reports whether host i has an extension block.
+func hasExtension(host int) bool { return host >= 1 && host <= ExtendedHosts }
+
+// extended reports whether endpoint n of host i lies in its extension
+// block.
+func extended(host, n int) bool { return n > BaseEndpointsPerHost && hasExtension(host) }
+
+// HostCapacity is how many endpoints host i can number, extension block
+// included.
+func HostCapacity(host int) int {
+	if hasExtension(host) {
+		return BaseEndpointsPerHost + extensionEndpoints
+	}
+	return BaseEndpointsPerHost
+}
+
 // WireAddr is the n-th address on host i's side of the underlay, for
 // endpoints that share the wire with their host.
-func WireAddr(host, n int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, byte(host), byte(n)}) }
+func WireAddr(host, n int) netip.Addr {
+	if extended(host, n) {
+		return extension(18, host, n-BaseEndpointsPerHost)
+	}
+	return netip.AddrFrom4([4]byte{198, 18, byte(host), byte(n)})
+}
 
-// EndpointSubnet is the subnet of the endpoints behind host i.
+// EndpointSubnet is the subnet of host i's first endpoints, whose gateway
+// is Gateway(i).
 func EndpointSubnet(host int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 19, byte(host), 0}), 24)
 }
 
+// EndpointSubnets are every subnet of the endpoints behind host i: its
+// /24 and, for the hosts that have one, its extension block.
+func EndpointSubnets(host int) []netip.Prefix {
+	if hasExtension(host) {
+		return []netip.Prefix{EndpointSubnet(host), extensionBlock(19, host)}
+	}
+	return []netip.Prefix{EndpointSubnet(host)}
+}
+
 // EndpointAddr is the n-th endpoint address behind host i.
 func EndpointAddr(host, n int) netip.Addr {
+	if extended(host, n) {
+		return extension(19, host, n-BaseEndpointsPerHost)
+	}
 	return netip.AddrFrom4([4]byte{198, 19, byte(host), byte(n)})
 }
 
-// Gateway is host i's own address on its endpoint subnet.
+// EndpointPrefix is endpoint n behind host i with the length of the
+// subnet it is numbered in.
+func EndpointPrefix(host, n int) netip.Prefix {
+	if extended(host, n) {
+		return netip.PrefixFrom(EndpointAddr(host, n), 22)
+	}
+	return netip.PrefixFrom(EndpointAddr(host, n), 24)
+}
+
+// Gateway is host i's own address on its first endpoint subnet.
 func Gateway(host int) netip.Addr { return netip.AddrFrom4([4]byte{198, 19, byte(host), 254}) }
+
+// EndpointGateway is the gateway of endpoint n behind host i: host i's own
+// address in the subnet the endpoint is numbered in.
+func EndpointGateway(host, n int) netip.Addr {
+	if extended(host, n) {
+		return extension(19, host, extensionGateway)
+	}
+	return Gateway(host)
+}
+
+// Gateways are host i's own addresses on each of its endpoint subnets,
+// with the subnets' lengths.
+func Gateways(host int) []netip.Prefix {
+	out := []netip.Prefix{netip.PrefixFrom(Gateway(host), 24)}
+	if hasExtension(host) {
+		out = append(out, netip.PrefixFrom(extension(19, host, extensionGateway), 22))
+	}
+	return out
+}
 
 // SegmentPrefix is host i's segment in the routed topology.
 func SegmentPrefix(host int) netip.Prefix {
@@ -69,7 +167,7 @@ func OverlayAddr(host, n int) netip.Addr {
 	return netip.AddrFrom4([4]byte{198, 19, byte(240 + host), byte(n)})
 }
 
-// MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr.
+// MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr on any host.
 const MaxEndpointsPerHost = model.MaxEndpointsPerHost
 
 // SharesHost reports whether a topology of this kind puts its servers and
@@ -104,9 +202,9 @@ func (a Addressing) Contains(h *Host, addr netip.Addr) bool {
 	case HostAddresses:
 		return addr == h.Addr
 	case WireAddresses:
-		return h.Segment.Contains(addr)
+		return h.Segment.Contains(addr) || (hasExtension(h.Index) && extensionBlock(18, h.Index).Contains(addr))
 	case SubnetAddresses:
-		return EndpointSubnet(h.Index).Contains(addr)
+		return slices.ContainsFunc(EndpointSubnets(h.Index), func(p netip.Prefix) bool { return p.Contains(addr) })
 	case OverlayAddresses:
 		return OverlaySubnet.Contains(addr)
 	}

@@ -31,7 +31,7 @@ func BuildOnParent(kind string, token netns.Token, opts Options, index, hosts in
 	if kind != CHHC {
 		return nil, fmt.Errorf("build %s on machine NICs: only %s spans real machines", kind, CHHC)
 	}
-	if index < 1 || index > hosts || hosts > MaxEndpointsPerHost {
+	if index < 1 || index > hosts || hosts > BaseEndpointsPerHost {
 		return nil, fmt.Errorf("build %s on machine NICs: host %d of %d", kind, index, hosts)
 	}
 	t = &Topology{Kind: kind, Token: token, Opts: opts}
@@ -81,7 +81,7 @@ func BuildOnParent(kind string, token netns.Token, opts Options, index, hosts in
 		}
 		t.Peers = append(t.Peers, HostAddr(j))
 	}
-	return t, t.RouteEndpoints(endpointSubnets)
+	return t, t.RouteEndpoints(EndpointSubnets)
 }
 
 // ErrNICLimit marks a host control a machine's real NIC cannot give

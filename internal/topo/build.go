@@ -75,7 +75,7 @@ func (t *Topology) buildCHHC() error {
 		}
 	}
 	// Equivalent to: ip route add 198.19.J.0/24 via 198.18.0.J
-	return t.RouteEndpoints(endpointSubnets)
+	return t.RouteEndpoints(EndpointSubnets)
 }
 
 // buildRouted makes hosts 1 and 2 and a router whose port nicI is cabled
@@ -117,7 +117,7 @@ func (t *Topology) buildRouted() error {
 			return err
 		}
 	}
-	return t.RouteEndpoints(endpointSubnets)
+	return t.RouteEndpoints(EndpointSubnets)
 }
 
 func (t *Topology) newHost(i int, addr netip.Addr, segment netip.Prefix, router netip.Addr) (*Host, error) {

@@ -66,6 +66,3 @@ func (t *Topology) LastIndex() int {
 
 // peerIndex is the index of the host whose NIC address is HostAddr(index).
 func peerIndex(addr netip.Addr) int { return int(addr.As4()[3]) }
-
-// endpointSubnets is the plan's one endpoint subnet behind each host.
-func endpointSubnets(host int) []netip.Prefix { return []netip.Prefix{EndpointSubnet(host)} }

@@ -159,7 +159,7 @@ func (t *Topology) buildVM() error {
 			Segment: on.Segment, GuestOn: on})
 	}
 	machines := append(append([]*Host(nil), t.Hosts...), t.Guests...)
-	if err := t.RouteEndpoints(endpointSubnets); err != nil {
+	if err := t.RouteEndpoints(EndpointSubnets); err != nil {
 		return err
 	}
 	if err := t.bootGuests(machines); err != nil {
@@ -258,7 +258,9 @@ func (t *Topology) bootGuest(g *Host, machines []*Host, cfg vm.Config) error {
 	}
 	for _, other := range machines {
 		if other != g {
-			setup.Routes = append(setup.Routes, vm.Route{Dst: EndpointSubnet(other.Index).String(), Via: other.Addr.String()})
+			for _, dst := range EndpointSubnets(other.Index) {
+				setup.Routes = append(setup.Routes, vm.Route{Dst: dst.String(), Via: other.Addr.String()})
+			}
 		}
 	}
 	return guest.Setup(setup)

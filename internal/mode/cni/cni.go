@@ -175,7 +175,7 @@ func cniPlan(i, hosts int, dataDir string) cnilib.HostPlan {
 		Hosts:     hosts,
 		Endpoints: topo.EndpointSubnet(i),
 		WireStart: topo.WireAddr(i, 1),
-		WireEnd:   topo.WireAddr(i, topo.MaxEndpointsPerHost),
+		WireEnd:   topo.WireAddr(i, topo.BaseEndpointsPerHost),
 		NIC:       topo.NICName,
 		DataDir:   dataDir,
 	}

@@ -55,7 +55,7 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bri
 		}
 		bridges[h.Index] = br
 	}
-	idx, err := n.Next(h)
+	idx, err := n.NextOfMany(h)
 	if err != nil {
 		return nil, err
 	}
@@ -70,12 +70,20 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bri
 	if err := h.Handle.LinkSetMaster(hostSide, br); err != nil {
 		return nil, fmt.Errorf("enslave %s to %s in %q: %w", hostSide.Attrs().Name, bridgeName, h.NS.Name, err)
 	}
-	addr := topo.EndpointAddr(h.Index, idx)
-	subnet := topo.EndpointSubnet(h.Index)
-	if err := configureEndpoint(ep, netip.PrefixFrom(addr, subnet.Bits()), topo.Gateway(h.Index)); err != nil {
+	return numberBehind(h, ep, idx, name)
+}
+
+// numberBehind gives endpoint idx behind host h its address in the subnet
+// it is numbered in, with the host's address there as its gateway.
+//
+// Equivalent to: ip -n EP addr add 198.19.I.N/24 dev eth0; ip -n EP route
+// add default via 198.19.I.254 (or the extension block's, see topo)
+func numberBehind(h *topo.Host, ep endpointNS, idx int, name string) (*topo.Endpoint, error) {
+	addr := topo.EndpointPrefix(h.Index, idx)
+	if err := configureEndpoint(ep, addr, topo.EndpointGateway(h.Index, idx)); err != nil {
 		return nil, err
 	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr.Addr()}, nil
 }
 
 // createBridge makes host h's bridge holding the endpoints' gateway.
@@ -90,14 +98,16 @@ func createBridge(t *topo.Topology, h *topo.Host) (netlink.Link, error) {
 	return br, holdGateway(h, br)
 }
 
-// holdGateway gives link host h's address on its endpoint subnet, the
-// endpoints' gateway, and brings it up.
+// holdGateway gives link host h's addresses on its endpoint subnets, the
+// endpoints' gateways, and brings it up.
 //
-// Equivalent to: ip addr add 198.19.I.254/24 dev LINK; ip link set LINK up
+// Equivalent to: ip addr add 198.19.I.254/24 dev LINK; (for hosts with an
+// extension block) ip addr add EXT.254/22 dev LINK; ip link set LINK up
 func holdGateway(h *topo.Host, link netlink.Link) error {
-	gw := netip.PrefixFrom(topo.Gateway(h.Index), topo.EndpointSubnet(h.Index).Bits())
-	if err := h.Handle.AddrAdd(link, &netlink.Addr{IPNet: topo.IPNet(gw)}); err != nil {
-		return fmt.Errorf("address %s on %s in %q: %w", gw, link.Attrs().Name, h.NS.Name, err)
+	for _, gw := range topo.Gateways(h.Index) {
+		if err := h.Handle.AddrAdd(link, &netlink.Addr{IPNet: topo.IPNet(gw)}); err != nil {
+			return fmt.Errorf("address %s on %s in %q: %w", gw, link.Attrs().Name, h.NS.Name, err)
+		}
 	}
 	if err := h.Handle.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up in %q: %w", link.Attrs().Name, h.NS.Name, err)

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -107,11 +106,24 @@ func routeAllOnLink(ep endpointNS) error {
 // Counter numbers the endpoints a mode places on each host, from 1.
 type Counter map[int]int
 
+// Next numbers an endpoint of a mode that numbers a host's endpoints in
+// its first subnet only, up to topo.BaseEndpointsPerHost.
 func (c Counter) Next(h *topo.Host) (int, error) {
+	return c.next(h, topo.BaseEndpointsPerHost)
+}
+
+// NextOfMany numbers an endpoint of a mode that also numbers from the
+// host's extension block, up to the host's capacity (the mode table's
+// ManyEndpoints).
+func (c Counter) NextOfMany(h *topo.Host) (int, error) {
+	return c.next(h, topo.HostCapacity(h.Index))
+}
+
+func (c Counter) next(h *topo.Host, limit int) (int, error) {
 	c[h.Index]++
 	n := c[h.Index]
-	if n > topo.MaxEndpointsPerHost {
-		return 0, errors.New("too many endpoints on one host")
+	if n > limit {
+		return 0, fmt.Errorf("too many endpoints on host %d: it holds %d", h.Index, limit)
 	}
 	return n, nil
 }

@@ -104,15 +104,19 @@ func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error
 // Equivalent to: (subInterface); ip -n EP addr add 198.18.I.N/BITS dev eth0;
 // ip -n EP route add default via ROUTER (in routed)
 func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
-	idx, err := n.Next(h)
+	idx, err := n.NextOfMany(h)
 	if err != nil {
 		return nil, err
+	}
+	addr := topo.WireAddr(h.Index, idx)
+	if !h.Segment.Contains(addr) {
+		// A routed topology's segment is the host's /24.
+		return nil, fmt.Errorf("too many endpoints on host %d: its segment %s holds %d on the wire", h.Index, h.Segment, topo.BaseEndpointsPerHost)
 	}
 	ep, err := subInterface(t, h, name, newLink)
 	if err != nil {
 		return nil, err
 	}
-	addr := topo.WireAddr(h.Index, idx)
 	if err := configureEndpoint(ep, netip.PrefixFrom(addr, h.Segment.Bits()), h.Router); err != nil {
 		return nil, err
 	}

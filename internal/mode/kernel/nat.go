@@ -92,7 +92,8 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 }
 
 // newNATRules creates cnbench's table in the host namespace with its two
-// NAT chains and the masquerade rules for the host's endpoint subnet.
+// NAT chains and the masquerade rules for the host's endpoint subnets
+// (its /24 and, for hosts with one, its extension block).
 //
 // Equivalent to:
 //
@@ -101,6 +102,7 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 //	nft add chain ip cnbench postrouting { type nat hook postrouting priority 100; }
 //	nft add rule ip cnbench postrouting ip saddr 198.19.I.0/24 oifname != br0 masquerade
 //	nft add rule ip cnbench postrouting ip saddr 198.19.I.0/24 ip daddr 198.19.I.0/24 ct status dnat masquerade
+//	(and the same for the extension block, and between the two)
 func newNATRules(ns *netns.NS, hostIndex int) (*natRules, error) {
 	conn, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle())))
 	if err != nil {
@@ -116,24 +118,30 @@ func newNATRules(ns *netns.NS, hostIndex int) (*natRules, error) {
 		Name: "postrouting", Table: r.table, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource,
 	})
-	subnet := topo.EndpointSubnet(hostIndex)
-	outbound := append(matchPrefix(ipv4SrcOffset, subnet),
-		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: ifname(bridgeName)},
-		&expr.Masq{},
-	)
+	subnets := topo.EndpointSubnets(hostIndex)
+	for _, src := range subnets {
+		outbound := append(matchPrefix(ipv4SrcOffset, src),
+			&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: ifname(bridgeName)},
+			&expr.Masq{},
+		)
+		conn.AddRule(&nftables.Rule{Table: r.table, Chain: r.postrouting, Exprs: outbound})
+	}
 	// A client on the same host dials the host's address; after DNAT the
 	// server would answer it directly over the bridge, bypassing the
 	// reverse translation, unless the hairpinned flow is masqueraded.
-	hairpin := append(matchPrefix(ipv4SrcOffset, subnet), matchPrefix(ipv4DstOffset, subnet)...)
-	hairpin = append(hairpin,
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: le32(ctStatusDstNAT), Xor: le32(0)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: le32(0)},
-		&expr.Masq{},
-	)
-	conn.AddRule(&nftables.Rule{Table: r.table, Chain: r.postrouting, Exprs: outbound})
-	conn.AddRule(&nftables.Rule{Table: r.table, Chain: r.postrouting, Exprs: hairpin})
+	for _, src := range subnets {
+		for _, dst := range subnets {
+			hairpin := append(matchPrefix(ipv4SrcOffset, src), matchPrefix(ipv4DstOffset, dst)...)
+			hairpin = append(hairpin,
+				&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
+				&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: le32(ctStatusDstNAT), Xor: le32(0)},
+				&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: le32(0)},
+				&expr.Masq{},
+			)
+			conn.AddRule(&nftables.Rule{Table: r.table, Chain: r.postrouting, Exprs: hairpin})
+		}
+	}
 	if err := conn.Flush(); err != nil {
 		return nil, fmt.Errorf("create table ip %s: %w", natTable, err)
 	}

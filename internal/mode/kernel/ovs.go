@@ -116,7 +116,7 @@ func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 		}
 		m.switches[h.Index] = sw
 	}
-	idx, err := m.n.Next(h)
+	idx, err := m.n.NextOfMany(h)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +137,7 @@ func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if err := sw.vsctl("add-port", ovsBridge, hostSide); err != nil {
 		return nil, err
 	}
-	addr := topo.EndpointAddr(h.Index, idx)
-	subnet := topo.EndpointSubnet(h.Index)
-	if err := configureEndpoint(ep, netip.PrefixFrom(addr, subnet.Bits()), topo.Gateway(h.Index)); err != nil {
-		return nil, err
-	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+	return numberBehind(h, ep, idx, name)
 }
 
 func (m *ovsMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
