@@ -15,7 +15,7 @@ import (
 // sockets each, two clients of 2048 flows on one server), and 250
 // endpoints on one host, the bound of the modes that number endpoints in
 // the host's first subnet only (here on bridge, which numbers more).
-// Bridge's own bound, 1250 endpoints on a host, is built in the kernel
+// Bridge's own bound, 1023 endpoints on a host, is built in the kernel
 // modes' tests (TestBridgeNumbersAHostsWholeCapacity).
 const limitsScenario = `name: limits
 duration: 1s
@@ -57,8 +57,8 @@ func TestEveryLimitsBoundaryRuns(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--topologies", "chc", "--workloads", "tcp_stream", "--pattern", "fan_in", "--clients", "1250"},
-			"--clients: pattern fan_in with 1250 clients and 1 server puts 1251 endpoints on one host in topology chc; mode bridge holds at most 1250 there"},
+		{[]string{"--topologies", "chc", "--workloads", "tcp_stream", "--pattern", "fan_in", "--clients", "1023"},
+			"--clients: pattern fan_in with 1023 clients and 1 server puts 1024 endpoints on one host in topology chc; mode bridge holds at most 1023 there"},
 		{[]string{"--modes", "overlay", "--topologies", "chhc", "--workloads", "tcp_stream", "--pattern", "fan_in", "--clients", "251"},
 			"--clients: pattern fan_in with 251 clients and 1 server puts 251 endpoints on one host in topology chhc; mode overlay holds at most 250 there"},
 		{[]string{"--topologies", "chc", "--workloads", "tcp_rr", "--flows", "4097"}, "--flows"},

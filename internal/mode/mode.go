@@ -82,10 +82,12 @@ type Descriptor struct {
 	Uncounted []string
 	// Addresses is where the mode's endpoints take their addresses from.
 	Addresses topo.Addressing
-	// ManyEndpoints says the mode numbers a host's endpoints beyond the
-	// first topo.BaseEndpointsPerHost from the host's extension block
-	// (see EndpointsPerHost).
-	ManyEndpoints bool
+	// HostEndpoints is the most endpoints the mode places on one host:
+	// 0 for a mode that numbers them in the host's first subnet only
+	// (topo.BaseEndpointsPerHost); up to model.MaxEndpointsPerHost for
+	// one that numbers from the host's extension block too, less where
+	// its own device holds fewer (see EndpointsPerHost).
+	HostEndpoints int
 
 	// guestModes are the table's modes built in guests, for Check's
 	// reasons; Table.Lookup fills them in.
@@ -94,14 +96,14 @@ type Descriptor struct {
 
 // EndpointsPerHost is how many endpoints the mode places on one host of
 // a topology of kind topology, the bound both a scenario's check and the
-// build hold to: a host's extension block for a mode with ManyEndpoints,
-// except in VM guests and, for endpoints on the wire, on the routed
-// topology's per-host segments; the host's first subnet otherwise.
+// build hold to: HostEndpoints, except in VM guests and, for endpoints on
+// the wire, on the routed topology's per-host segments, which number
+// from the host's first subnet only.
 func (d Descriptor) EndpointsPerHost(topology string) int {
-	if !d.ManyEndpoints || topo.IsVM(topology) || (d.Addresses == topo.WireAddresses && topology == topo.Routed) {
+	if d.HostEndpoints == 0 || topo.IsVM(topology) || (d.Addresses == topo.WireAddresses && topology == topo.Routed) {
 		return topo.BaseEndpointsPerHost
 	}
-	return topo.HostCapacity(1)
+	return min(d.HostEndpoints, topo.HostCapacity(1))
 }
 
 // Guests is what a mode needs of VM guests.

@@ -40,6 +40,11 @@ func (m *bridgeMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error)
 	return Direct(ep, port)
 }
 
+// BridgePorts is how many endpoints a host's bridge takes: a Linux bridge
+// holds at most 1024 ports (BR_MAX_PORTS; the 1024th is refused with
+// EXFULL), and one port number is the bridge's own.
+const BridgePorts = 1023
+
 // bridgedEndpoint places an endpoint behind host h's bridge, creating the
 // bridge on first use.
 //
@@ -55,7 +60,7 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bri
 		}
 		bridges[h.Index] = br
 	}
-	idx, err := n.NextOfMany(h)
+	idx, err := n.NextWithin(h, BridgePorts)
 	if err != nil {
 		return nil, err
 	}
@@ -70,17 +75,29 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bri
 	if err := h.Handle.LinkSetMaster(hostSide, br); err != nil {
 		return nil, fmt.Errorf("enslave %s to %s in %q: %w", hostSide.Attrs().Name, bridgeName, h.NS.Name, err)
 	}
-	return numberBehind(h, ep, idx, name)
+	// The bridge answers ARP for the endpoints it knows (pinNeighbours)
+	// instead of flooding it: a broadcast to a thousand ports queues a
+	// copy for each on one CPU's backlog, past netdev_max_backlog (1000),
+	// and the host's answer queued behind them was dropped.
+	if err := h.Handle.LinkSetBrNeighSuppress(hostSide, true); err != nil {
+		return nil, fmt.Errorf("neigh_suppress on %s in %q: %w", hostSide.Attrs().Name, h.NS.Name, err)
+	}
+	return numberBehind(h, br, ep, idx, name)
 }
 
 // numberBehind gives endpoint idx behind host h its address in the subnet
-// it is numbered in, with the host's address there as its gateway.
+// it is numbered in, with the host's address there, on hostLink, as its
+// gateway, and pins the two neighbours.
 //
 // Equivalent to: ip -n EP addr add 198.19.I.N/24 dev eth0; ip -n EP route
-// add default via 198.19.I.254 (or the extension block's, see topo)
-func numberBehind(h *topo.Host, ep endpointNS, idx int, name string) (*topo.Endpoint, error) {
-	addr := topo.EndpointPrefix(h.Index, idx)
-	if err := configureEndpoint(ep, addr, topo.EndpointGateway(h.Index, idx)); err != nil {
+// add default via 198.19.I.254 (or the extension block's, see topo);
+// (pinNeighbours)
+func numberBehind(h *topo.Host, hostLink netlink.Link, ep endpointNS, idx int, name string) (*topo.Endpoint, error) {
+	addr, gw := topo.EndpointPrefix(h.Index, idx), topo.EndpointGateway(h.Index, idx)
+	if err := configureEndpoint(ep, addr, gw); err != nil {
+		return nil, err
+	}
+	if err := pinNeighbours(h, hostLink, ep, addr.Addr(), gw); err != nil {
 		return nil, err
 	}
 	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr.Addr()}, nil
@@ -91,7 +108,14 @@ func numberBehind(h *topo.Host, ep endpointNS, idx int, name string) (*topo.Endp
 // Equivalent to: ip link add br0 type bridge; ip addr add 198.19.I.254/24
 // dev br0; ip link set br0 up
 func createBridge(t *topo.Topology, h *topo.Host) (netlink.Link, error) {
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName, MTU: t.MTU()}}
+	// A bridge without an address of its own takes its lowest port's,
+	// which changes as ports come: the endpoints' pinned gateway would go
+	// stale.
+	mac, err := randomMAC()
+	if err != nil {
+		return nil, err
+	}
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName, MTU: t.MTU(), HardwareAddr: mac}}
 	if err := h.Handle.LinkAdd(br); err != nil {
 		return nil, fmt.Errorf("create bridge %s in %q: %w", bridgeName, h.NS.Name, err)
 	}

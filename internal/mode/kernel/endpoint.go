@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/netip"
@@ -87,6 +88,45 @@ func configureEndpoint(ep endpointNS, addr netip.Prefix, gw netip.Addr) error {
 	return nil
 }
 
+// randomMAC is a random unicast address, locally administered.
+func randomMAC() (net.HardwareAddr, error) {
+	mac := make(net.HardwareAddr, 6)
+	if _, err := rand.Read(mac); err != nil {
+		return nil, fmt.Errorf("random MAC address: %w", err)
+	}
+	mac[0] = mac[0]&^0x01 | 0x02
+	return mac, nil
+}
+
+// pinNeighbours makes an endpoint and its gateway, which hostLink in the
+// host's namespace holds, known to each other for good, so that neither
+// resolves the other by ARP. The kernel keeps one ARP table for every
+// namespace and refuses new entries beyond gc_thresh3 (1024 unless the
+// machine's owner raised it; cnbench leaves it alone): a thousand clients
+// each resolving their gateway, and the host each of them, needed 2000
+// and failed to connect. Permanent entries do not count against it.
+//
+// Equivalent to: ip -n EP neigh add GW lladdr MAC(HOSTLINK) dev eth0 nud
+// permanent; ip -n HOST neigh add ADDR lladdr MAC(eth0) dev HOSTLINK nud
+// permanent
+func pinNeighbours(h *topo.Host, hostLink netlink.Link, ep endpointNS, addr, gw netip.Addr) error {
+	eth, err := ep.handle.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
+	}
+	toGateway := &netlink.Neigh{LinkIndex: eth.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: net.IP(gw.AsSlice()), HardwareAddr: hostLink.Attrs().HardwareAddr}
+	if err := ep.handle.NeighSet(toGateway); err != nil {
+		return fmt.Errorf("neighbour %s in %q: %w", gw, ep.ns.Name, err)
+	}
+	toEndpoint := &netlink.Neigh{LinkIndex: hostLink.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: net.IP(addr.AsSlice()), HardwareAddr: eth.Attrs().HardwareAddr}
+	if err := h.Handle.NeighSet(toEndpoint); err != nil {
+		return fmt.Errorf("neighbour %s on %s in %q: %w", addr, hostLink.Attrs().Name, h.NS.Name, err)
+	}
+	return nil
+}
+
 // routeAllOnLink sends everything from the endpoint straight out of eth0,
 // for devices that need no gateway's MAC (ipvlan in l3 modes does not ARP).
 //
@@ -114,9 +154,15 @@ func (c Counter) Next(h *topo.Host) (int, error) {
 
 // NextOfMany numbers an endpoint of a mode that also numbers from the
 // host's extension block, up to the host's capacity (the mode table's
-// ManyEndpoints).
+// HostEndpoints).
 func (c Counter) NextOfMany(h *topo.Host) (int, error) {
 	return c.next(h, topo.HostCapacity(h.Index))
+}
+
+// NextWithin is NextOfMany for a mode whose device holds at most limit
+// endpoints.
+func (c Counter) NextWithin(h *topo.Host, limit int) (int, error) {
+	return c.next(h, min(limit, topo.HostCapacity(h.Index)))
 }
 
 func (c Counter) next(h *topo.Host, limit int) (int, error) {

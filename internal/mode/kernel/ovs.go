@@ -137,7 +137,7 @@ func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if err := sw.vsctl("add-port", ovsBridge, hostSide); err != nil {
 		return nil, err
 	}
-	return numberBehind(h, ep, idx, name)
+	return numberBehind(h, sw.bridge, ep, idx, name)
 }
 
 func (m *ovsMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
@@ -151,6 +151,8 @@ type ovsSwitch struct {
 	dir   string
 	env   []string
 	procs []*daemon.Process // in start order
+	// bridge is the bridge's internal port, the endpoints' gateway.
+	bridge netlink.Link
 }
 
 // startOVS starts host h's daemons and creates its bridge, registering
@@ -201,7 +203,14 @@ func startOVS(t *topo.Topology, h *topo.Host, dp string) (*ovsSwitch, error) {
 	}
 	// Without --no-wait, ovs-vsctl returns once ovs-vswitchd has built the
 	// bridge, so its internal port exists from here on.
-	args := []string{"add-br", ovsBridge, "--", "set", "bridge", ovsBridge, "datapath_type=" + dp}
+	// A fixed address, as for a Linux bridge (createBridge): OVS gives the
+	// internal port its lowest port's otherwise.
+	mac, err := randomMAC()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"add-br", ovsBridge, "--", "set", "bridge", ovsBridge, "datapath_type=" + dp,
+		"other-config:hwaddr=" + strconv.Quote(mac.String())}
 	if mtu := t.MTU(); mtu != 1500 {
 		args = append(args, "--", "set", "interface", ovsBridge, "mtu_request="+strconv.Itoa(mtu))
 	}
@@ -212,6 +221,7 @@ func startOVS(t *topo.Topology, h *topo.Host, dp string) (*ovsSwitch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the ovs bridge's port %s in %q: %w", ovsBridge, h.NS.Name, err)
 	}
+	sw.bridge = br
 	return sw, holdGateway(h, br)
 }
 

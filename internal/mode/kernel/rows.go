@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"cnbench/internal/mode"
+	"cnbench/internal/model"
 	"cnbench/internal/topo"
 )
 
@@ -17,21 +18,21 @@ var (
 var Rows = familyRows([]mode.Descriptor{
 	{Name: Host, Summary: "native baseline: the engine runs in the host's own namespace",
 		Available: mode.Always, New: newHostMode,
-		Guests: mode.Guests{Build: true}, Addresses: topo.HostAddresses, ManyEndpoints: true},
+		Guests: mode.Guests{Build: true}, Addresses: topo.HostAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: Veth, Summary: "routed point-to-point veth pair, like the CNI ptp plugin",
 		Available: mode.Always, New: newVethMode,
-		Guests: mode.Guests{Build: true, Modules: vethModules}, Addresses: topo.SubnetAddresses, ManyEndpoints: true},
+		Guests: mode.Guests{Build: true, Modules: vethModules}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: EBPF, Summary: "routed veth pairs with an eBPF datapath: tc programs hand packets to the peer endpoint (bpf_redirect_peer) or the NIC (bpf_redirect_neigh), like Cilium's BPF host routing",
 		Available: ebpfAvailable, New: newEBPFMode,
-		Guests: mode.Guests{Why: "the guest's agent does not load BPF programs"}, Addresses: topo.SubnetAddresses, ManyEndpoints: true},
+		Guests: mode.Guests{Why: "the guest's agent does not load BPF programs"}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: Bridge, Summary: "veth pair into a Linux bridge on the host, like docker0",
 		Available: mode.Always, New: newBridgeMode,
 		Guests: mode.Guests{Build: true, Modules: bridgeModules}, Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses,
-		ManyEndpoints: true},
+		HostEndpoints: BridgePorts},
 	{Name: OVS, Summary: "veth pair into an Open vSwitch bridge on the host, run by cnbench's own daemons",
 		Available: ovsAvailable, Record: ovsRecord, New: newOVSMode,
 		Guests:    mode.Guests{Why: "Open vSwitch's daemons (ovsdb-server, ovs-vswitchd) and their libraries are not carried in the guest image"},
-		Uncounted: []string{"openvswitch"}, Addresses: topo.SubnetAddresses, ManyEndpoints: true},
+		Uncounted: []string{"openvswitch"}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	macvlanRow(Macvlan, "macvlan in bridge mode on the host's NIC"),
 	macvlanRow(MacvlanPrivate, "macvlan in private mode: endpoints on one NIC cannot talk"),
 	macvlanRow(MacvlanVEPA, "macvlan in VEPA mode: frames between endpoints hairpin at the switch"),
@@ -42,7 +43,7 @@ var Rows = familyRows([]mode.Descriptor{
 	{Name: NAT, Summary: "bridge with masquerade; clients reach a DNAT'ed port on the server host's address, like docker run -p",
 		Available: natAvailable, New: newNATMode,
 		Guests:    mode.Guests{Why: "the guest image carries no nftables modules for the port mapping"},
-		Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses, ManyEndpoints: true},
+		Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses, HostEndpoints: BridgePorts},
 	{Name: Overlay, Summary: "VXLAN between hosts: a bridge per host with a VTEP on its NIC, like Docker overlay and flannel",
 		Available: overlayAvailable, New: newOverlayMode,
 		Guests:    mode.Guests{Why: "the guest image carries no VXLAN module"},
@@ -53,7 +54,7 @@ func macvlanRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{Name: name, Summary: summary,
 		Available: func() error { return LinkAvailable(name) }, Supports: macvlanSupports(name), New: newMacvlanMode(name),
 		Guests:    mode.Guests{Build: true, Modules: macvlanModules, Supports: macvlanGuestSupports(name)},
-		Addresses: topo.WireAddresses, ManyEndpoints: true}
+		Addresses: topo.WireAddresses, HostEndpoints: model.MaxEndpointsPerHost}
 }
 
 func ipvlanRow(name, summary string, addrs topo.Addressing) mode.Descriptor {

@@ -64,6 +64,9 @@ func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if err := h.Handle.RouteAdd(back); err != nil {
 		return nil, fmt.Errorf("route %s into %s in %q: %w", addr, hostSide.Attrs().Name, h.NS.Name, err)
 	}
+	if err := pinNeighbours(h, hostSide, ep, addr, gw); err != nil {
+		return nil, err
+	}
 	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
 }
 
