@@ -51,10 +51,14 @@ func OnCluster(c *model.Case) bool {
 
 // RecordSettings fills in the settings a case resolves to on this
 // machine before it is stored: what its mode decides for itself (the OVS
-// datapath) and the CPUs its placement pins the engines to.
+// datapath), the CPUs its placement pins the engines to, and the socket
+// buffers of a stream of many flows (boundStreamBuffers).
 func RecordSettings(c *model.Case) {
 	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
+	}
+	if m, err := readTCPMemory(); err == nil {
+		boundStreamBuffers(c, m)
 	}
 	if sender, receiver, err := pinsOf(c.Params); err == nil {
 		c.Params.SenderCPUs, c.Params.ReceiverCPUs = pinning.FormatList(sender), pinning.FormatList(receiver)
