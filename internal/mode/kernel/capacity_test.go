@@ -11,8 +11,8 @@ import (
 )
 
 // TestBridgeNumbersAHostsWholeCapacity places as many endpoints on one
-// host as the mode table says the mode holds there (the host's /24 and
-// its extension block: 1250, or 1023 for the ports of a Linux bridge),
+// host as the mode table says the mode holds there (into the host's
+// extension block: 1023 for the ports of a Linux bridge, 900 macvlans),
 // refuses one more, and exchanges a request
 // between endpoints of the two subnets and within the extension block;
 // closing the topology must leave nothing (modetest.Build). It runs for
@@ -23,7 +23,7 @@ func TestBridgeNumbersAHostsWholeCapacity(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := requireMode(t, name, topo.CHC)
 			capacity := d.EndpointsPerHost(topo.CHC)
-			if want := map[string]int{Bridge: BridgePorts, Macvlan: topo.HostCapacity(1)}[name]; capacity != want {
+			if want := map[string]int{Bridge: BridgePorts, Macvlan: MacvlanEndpoints}[name]; capacity != want {
 				t.Fatalf("%s holds %d endpoints on a host, want %d", name, capacity, want)
 			}
 			tp, m := modetest.Build(t, d, topo.CHC, topo.Options{})

@@ -98,13 +98,20 @@ func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error
 	return Direct(ep, port)
 }
 
+// MacvlanEndpoints is how many macvlan endpoints a host's NIC takes here.
+// A broadcast from one (an ARP request) reaches every other through one
+// CPU's backlog, which holds netdev_max_backlog frames (1000, the
+// machine's setting): with 1250 endpoints the copies for the last ones
+// were dropped and two of three runs could not resolve a neighbour.
+const MacvlanEndpoints = 900
+
 // wireEndpoint places an endpoint whose device, made by newLink, is a
 // sub-interface of the host's NIC with an address on the NIC's segment.
 //
 // Equivalent to: (subInterface); ip -n EP addr add 198.18.I.N/BITS dev eth0;
 // ip -n EP route add default via ROUTER (in routed)
 func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
-	idx, err := n.NextOfMany(h)
+	idx, err := n.NextWithin(h, MacvlanEndpoints)
 	if err != nil {
 		return nil, err
 	}

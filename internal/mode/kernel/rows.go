@@ -54,7 +54,7 @@ func macvlanRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{Name: name, Summary: summary,
 		Available: func() error { return LinkAvailable(name) }, Supports: macvlanSupports(name), New: newMacvlanMode(name),
 		Guests:    mode.Guests{Build: true, Modules: macvlanModules, Supports: macvlanGuestSupports(name)},
-		Addresses: topo.WireAddresses, HostEndpoints: model.MaxEndpointsPerHost}
+		Addresses: topo.WireAddresses, HostEndpoints: MacvlanEndpoints}
 }
 
 func ipvlanRow(name, summary string, addrs topo.Addressing) mode.Descriptor {
