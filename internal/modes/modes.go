@@ -9,7 +9,6 @@
 package modes
 
 import (
-	"cnbench/internal/topo"
 	"slices"
 
 	"cnbench/internal/mode"
@@ -17,6 +16,7 @@ import (
 	"cnbench/internal/mode/cni"
 	"cnbench/internal/mode/docker"
 	"cnbench/internal/mode/kernel"
+	"cnbench/internal/topo"
 	"cnbench/internal/vm"
 )
 

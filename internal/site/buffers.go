@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cnbench/internal/model"
+	"cnbench/internal/workload"
 )
 
 // A TCP stream of many flows bounds its sockets' buffers to a share of the
@@ -22,50 +23,36 @@ import (
 // flowMemory is what one autotuned stream flow held at the peak above.
 const flowMemory = 2 << 20
 
-// tcpMemory is what bounds a stream's buffers: tcp_mem's pressure mark in
-// bytes.
-type tcpMemory struct {
-	pressure int64
-}
-
-// readTCPMemory reads the machine's TCP memory settings.
-func readTCPMemory() (tcpMemory, error) {
-	mem, err := readTriple("/proc/sys/net/ipv4/tcp_mem")
-	if err != nil {
-		return tcpMemory{}, err
-	}
-	return tcpMemory{pressure: mem[1] * int64(os.Getpagesize())}, nil
-}
-
-func readTriple(path string) ([3]int64, error) {
-	var v [3]int64
+// tcpMemoryPressure is tcp_mem's pressure mark in bytes: the second of
+// its three numbers, in pages.
+func tcpMemoryPressure() (int64, error) {
+	const path = "/proc/sys/net/ipv4/tcp_mem"
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return v, err
+		return 0, err
 	}
 	fields := strings.Fields(string(data))
 	if len(fields) != 3 {
-		return v, fmt.Errorf("%s: %q is not three numbers", path, data)
+		return 0, fmt.Errorf("%s: %q is not three numbers", path, data)
 	}
-	for i, f := range fields {
-		if v[i], err = strconv.ParseInt(f, 10, 64); err != nil {
-			return v, fmt.Errorf("%s: %w", path, err)
-		}
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	return v, nil
+	return pages * int64(os.Getpagesize()), nil
 }
 
 // boundStreamBuffers sets the send and receive buffers of a tcp_stream
-// case whose flows, autotuned, would pass their share of m, and that sets
-// neither itself.
-func boundStreamBuffers(c *model.Case, m tcpMemory) {
+// case whose flows, autotuned, would pass their share of the pressure
+// mark (bytes), and that sets neither itself.
+func boundStreamBuffers(c *model.Case, pressure int64) {
 	p := &c.Params
-	if c.Workload != "tcp_stream" || p.SendBuffer > 0 || p.ReceiveBuffer > 0 || m.pressure <= 0 {
+	if c.Workload != workload.TCPStream || p.SendBuffer > 0 || p.ReceiveBuffer > 0 || pressure <= 0 {
 		return
 	}
 	_, clients := p.Endpoints()
 	flows := int64(max(1, p.Flows)) * int64(clients)
-	budget := m.pressure / 2
+	budget := pressure / 2
 	if flows*flowMemory <= budget {
 		return
 	}

@@ -11,7 +11,7 @@ import (
 // here: 384 flows fit), to an even share of that half, and leaves every
 // other case to the kernel's autotuning.
 func TestManyStreamFlowsShareTheTCPMemory(t *testing.T) {
-	m := tcpMemory{pressure: 1536 << 20}
+	const pressure = 1536 << 20
 	for _, tc := range []struct {
 		workload      string
 		p             model.Params
@@ -26,7 +26,7 @@ func TestManyStreamFlowsShareTheTCPMemory(t *testing.T) {
 		{"udp_stream", model.Params{Flows: 2048}, 0, 0},
 	} {
 		c := model.Case{Workload: tc.workload, Params: tc.p}
-		boundStreamBuffers(&c, m)
+		boundStreamBuffers(&c, pressure)
 		if c.Params.SendBuffer != tc.send || c.Params.ReceiveBuffer != tc.receive {
 			t.Errorf("%s %+v: buffers %d and %d, want %d and %d", tc.workload, tc.p, c.Params.SendBuffer, c.Params.ReceiveBuffer, tc.send, tc.receive)
 		}

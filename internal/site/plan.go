@@ -57,8 +57,8 @@ func RecordSettings(c *model.Case) {
 	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
 	}
-	if m, err := readTCPMemory(); err == nil {
-		boundStreamBuffers(c, m)
+	if pressure, err := tcpMemoryPressure(); err == nil {
+		boundStreamBuffers(c, pressure)
 	}
 	if sender, receiver, err := pinsOf(c.Params); err == nil {
 		c.Params.SenderCPUs, c.Params.ReceiverCPUs = pinning.FormatList(sender), pinning.FormatList(receiver)

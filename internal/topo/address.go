@@ -118,10 +118,11 @@ func EndpointAddr(host, n int) netip.Addr {
 // EndpointPrefix is endpoint n behind host i with the length of the
 // subnet it is numbered in.
 func EndpointPrefix(host, n int) netip.Prefix {
+	subnet := EndpointSubnet(host)
 	if extended(host, n) {
-		return netip.PrefixFrom(EndpointAddr(host, n), 22)
+		subnet = extensionBlock(19, host)
 	}
-	return netip.PrefixFrom(EndpointAddr(host, n), 24)
+	return netip.PrefixFrom(EndpointAddr(host, n), subnet.Bits())
 }
 
 // Gateway is host i's own address on its first endpoint subnet.
@@ -139,9 +140,9 @@ func EndpointGateway(host, n int) netip.Addr {
 // Gateways are host i's own addresses on each of its endpoint subnets,
 // with the subnets' lengths.
 func Gateways(host int) []netip.Prefix {
-	out := []netip.Prefix{netip.PrefixFrom(Gateway(host), 24)}
+	out := []netip.Prefix{netip.PrefixFrom(Gateway(host), EndpointSubnet(host).Bits())}
 	if hasExtension(host) {
-		out = append(out, netip.PrefixFrom(extension(19, host, extensionGateway), 22))
+		out = append(out, netip.PrefixFrom(EndpointGateway(host, BaseEndpointsPerHost+1), extensionBlock(19, host).Bits()))
 	}
 	return out
 }

@@ -152,15 +152,9 @@ func (c Counter) Next(h *topo.Host) (int, error) {
 	return c.next(h, topo.BaseEndpointsPerHost)
 }
 
-// NextOfMany numbers an endpoint of a mode that also numbers from the
-// host's extension block, up to the host's capacity (the mode table's
-// HostEndpoints).
-func (c Counter) NextOfMany(h *topo.Host) (int, error) {
-	return c.next(h, topo.HostCapacity(h.Index))
-}
-
-// NextWithin is NextOfMany for a mode whose device holds at most limit
-// endpoints.
+// NextWithin numbers an endpoint of a mode that also numbers from the
+// host's extension block and holds at most limit endpoints on a host (the
+// mode table's HostEndpoints), within the host's capacity.
 func (c Counter) NextWithin(h *topo.Host, limit int) (int, error) {
 	return c.next(h, min(limit, topo.HostCapacity(h.Index)))
 }

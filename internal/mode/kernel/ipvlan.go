@@ -57,7 +57,7 @@ func (m *ipvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error)
 		return &netlink.IPVlan{LinkAttrs: attrs, Mode: m.mode}
 	}
 	if m.mode == netlink.IPVLAN_MODE_L2 {
-		return wireEndpoint(m.t, h, name, m.n, newLink)
+		return wireEndpoint(m.t, h, name, m.n, topo.BaseEndpointsPerHost, newLink)
 	}
 	idx, err := m.n.Next(h)
 	if err != nil {

@@ -89,7 +89,7 @@ func (m *macvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 		}
 		m.relay = true
 	}
-	return wireEndpoint(m.t, h, name, m.n, func(attrs netlink.LinkAttrs) netlink.Link {
+	return wireEndpoint(m.t, h, name, m.n, MacvlanEndpoints, func(attrs netlink.LinkAttrs) netlink.Link {
 		return &netlink.Macvlan{LinkAttrs: attrs, Mode: m.mode}
 	})
 }
@@ -106,12 +106,13 @@ func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error
 const MacvlanEndpoints = 900
 
 // wireEndpoint places an endpoint whose device, made by newLink, is a
-// sub-interface of the host's NIC with an address on the NIC's segment.
+// sub-interface of the host's NIC with an address on the NIC's segment,
+// one of at most limit on the host (the mode table's HostEndpoints).
 //
 // Equivalent to: (subInterface); ip -n EP addr add 198.18.I.N/BITS dev eth0;
 // ip -n EP route add default via ROUTER (in routed)
-func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
-	idx, err := n.NextWithin(h, MacvlanEndpoints)
+func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, limit int, newLink func(netlink.LinkAttrs) netlink.Link) (*topo.Endpoint, error) {
+	idx, err := n.NextWithin(h, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func (m *ovsMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 		}
 		m.switches[h.Index] = sw
 	}
-	idx, err := m.n.NextOfMany(h)
+	idx, err := m.n.NextWithin(h, model.MaxEndpointsPerHost)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"cnbench/internal/mode"
+	"cnbench/internal/model"
 	"cnbench/internal/topo"
 )
 
@@ -37,7 +38,7 @@ func newVethMode(t *topo.Topology) mode.Mode { return &vethMode{t: t, n: Counter
 //	ip -n EP route add default via 198.19.I.254
 //	ip -n HOST route add 198.19.I.N/32 dev v-NAME src 198.19.I.254
 func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
-	n, err := m.n.NextOfMany(h)
+	n, err := m.n.NextWithin(h, model.MaxEndpointsPerHost)
 	if err != nil {
 		return nil, err
 	}
