@@ -13,10 +13,10 @@ import (
 //
 //	198.18.0.0/16   the underlay: host i's NIC is 198.18.0.i; endpoints
 //	                that sit directly on the wire are 198.18.i.n
-//	198.19.i.0/24   the endpoints behind host i; the host's side, the
-//	                endpoints' gateway, is 198.19.i.254
-//	198.19.240.0/20 the overlay: one subnet across hosts; host i's
-//	                endpoints are 198.19.(240+i).n
+//	198.19.i.0/24   the endpoints behind host i (i = 1 to MaxHosts); the
+//	                host's side, the endpoints' gateway, is 198.19.i.254
+//	198.19.192.0/18 the overlay: one subnet across hosts; host i's
+//	                endpoints are 198.19.(191+i).n
 //
 // The routed topology splits the underlay into one segment per host:
 // 198.18.i.0/24, where host i's NIC is 198.18.i.253 and the router's
@@ -26,10 +26,12 @@ import (
 // 1000 more each in an extension block of their own, a /22 whose last
 // /24's .254 is the host's gateway there:
 //
-//	198.19.(32+4(i-1)).0/22  behind host i: endpoints 251 to 1250
-//	198.18.(32+4(i-1)).0/22  on host i's side of the underlay
+//	198.19.(96+4(i-1)).0/22   behind host i: endpoints 251 to 1250
+//	198.18.(96+4(i-1)).0/22   on host i's side of the underlay
 //
-// so an endpoint behind a host has one of two prefixes and gateways
+// between the hosts' own /24s (1 to MaxHosts) and the pools of the
+// dockerd that cnbench runs (198.19.128.0/18). An endpoint behind a host
+// thus has one of two prefixes and gateways
 // (EndpointPrefix, EndpointGateway), and the routes between hosts carry
 // both (EndpointSubnets). Endpoints on the wire stay in the underlay's
 // /16 either way.
@@ -40,6 +42,11 @@ var (
 	Pool         = netip.MustParsePrefix("198.18.0.0/15")
 	UnderlayBits = 16
 )
+
+// MaxHosts is the most hosts a topology holds: each numbers its endpoints
+// in a /24 of its own below the extension blocks, and its overlay
+// endpoints in one of the overlay's 64 /24s.
+const MaxHosts = 64
 
 // HostAddr is host i's NIC address on the underlay.
 func HostAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}) }
@@ -53,13 +60,15 @@ const (
 	// extensionGateway is the gateway's place in an extension block:
 	// .254 of its last /24.
 	extensionGateway = 1022
+	// extensionBase is the third octet of host 1's extension block.
+	extensionBase = 96
 )
 
 // extension is the n-th address of host i's extension block in the /16
 // whose second octet is second: the endpoint numbered
 // BaseEndpointsPerHost+n, or the gateway at extensionGateway.
 func extension(second byte, host, n int) netip.Addr {
-	base := 32 + 4*(host-1)
+	base := extensionBase + 4*(host-1)
 	return netip.AddrFrom4([4]byte{198, second, byte(base + n/256), byte(n % 256)})
 }
 
@@ -161,11 +170,11 @@ func SegmentRouterAddr(host int) netip.Addr {
 }
 
 // OverlaySubnet is the one subnet overlay endpoints share across hosts.
-var OverlaySubnet = netip.MustParsePrefix("198.19.240.0/20")
+var OverlaySubnet = netip.MustParsePrefix("198.19.192.0/18")
 
 // OverlayAddr is the n-th overlay endpoint address of host i.
 func OverlayAddr(host, n int) netip.Addr {
-	return netip.AddrFrom4([4]byte{198, 19, byte(240 + host), byte(n)})
+	return netip.AddrFrom4([4]byte{198, 19, byte(191 + host), byte(n)})
 }
 
 // MaxEndpointsPerHost bounds n in EndpointAddr and WireAddr on any host.

@@ -14,8 +14,8 @@ func TestAddressPlanHoldsEveryHostsEndpoints(t *testing.T) {
 		host, n int
 		want    string
 	}{
-		{1, 1, "198.19.1.1"}, {1, 250, "198.19.1.250"}, {1, 251, "198.19.32.1"}, {1, 1250, "198.19.35.232"},
-		{2, 251, "198.19.36.1"}, {8, 1250, "198.19.63.232"}, {9, 250, "198.19.9.250"},
+		{1, 1, "198.19.1.1"}, {1, 250, "198.19.1.250"}, {1, 251, "198.19.96.1"}, {1, 1250, "198.19.99.232"},
+		{2, 251, "198.19.100.1"}, {8, 1250, "198.19.127.232"}, {9, 250, "198.19.9.250"},
 	} {
 		if got := EndpointAddr(tc.host, tc.n); got.String() != tc.want {
 			t.Errorf("EndpointAddr(%d, %d) = %s, want %s", tc.host, tc.n, got, tc.want)
@@ -26,7 +26,7 @@ func TestAddressPlanHoldsEveryHostsEndpoints(t *testing.T) {
 	}
 	// Parts of the plan endpoints must stay out of.
 	reserved := []netip.Prefix{OverlaySubnet, netip.MustParsePrefix("198.19.128.0/18")} // the overlay; dockerd's pools
-	for h := 1; h <= 16; h++ {
+	for h := 1; h <= MaxHosts; h++ {
 		reserved = append(reserved, SegmentPrefix(h)) // routed segments, and hosts' wire /24s
 	}
 	seen := map[netip.Addr]string{}
@@ -36,16 +36,19 @@ func TestAddressPlanHoldsEveryHostsEndpoints(t *testing.T) {
 		}
 		seen[a] = what
 	}
-	for h := 1; h <= 16; h++ {
+	for h := 1; h <= MaxHosts; h++ {
 		claim(HostAddr(h), "a NIC")
 		for _, gw := range Gateways(h) {
 			claim(gw.Addr(), "a gateway")
 		}
 	}
-	for h := 1; h <= 16; h++ {
+	for h := 1; h <= MaxHosts; h++ {
 		for n := 1; n <= HostCapacity(h); n++ {
 			addr, prefix, gw := EndpointAddr(h, n), EndpointPrefix(h, n), EndpointGateway(h, n)
 			claim(addr, "an endpoint")
+			if n <= BaseEndpointsPerHost && OverlayAddresses.Contains(nil, OverlayAddr(h, n)) {
+				claim(OverlayAddr(h, n), "an overlay endpoint")
+			}
 			if prefix.Addr() != addr || !prefix.Masked().Contains(gw) || !SubnetAddresses.Contains(&Host{Index: h}, addr) {
 				t.Fatalf("endpoint %d of host %d: %s with gateway %s", n, h, prefix, gw)
 			}
@@ -56,7 +59,7 @@ func TestAddressPlanHoldsEveryHostsEndpoints(t *testing.T) {
 					}
 				}
 			}
-			for other := 1; other <= 16; other++ {
+			for other := 1; other <= MaxHosts; other++ {
 				if other != h && SubnetAddresses.Contains(&Host{Index: other}, addr) {
 					t.Fatalf("endpoint %d of host %d, %s, is in host %d's subnets", n, h, addr, other)
 				}
