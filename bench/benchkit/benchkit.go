@@ -8,15 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"cnbench/internal/driver"
 	"cnbench/internal/engine"
 	"cnbench/internal/model"
-	"cnbench/internal/modes"
 	"cnbench/internal/runner"
 	"cnbench/internal/scenario"
 	"cnbench/internal/store"
-	"cnbench/internal/topo"
-	"cnbench/internal/workload"
 )
 
 // ServeEngineIfAsked makes the bench's binary the native engine the
@@ -48,9 +44,7 @@ func TempStore() (st *store.Store, done func(), err error) {
 // Run runs a scenario document with this binary as the engine and
 // returns its stored results.
 func Run(ctx context.Context, st *store.Store, name, doc string, opts runner.Options) (*model.RunResult, error) {
-	spec, err := scenario.Parse(name, []byte(doc), scenario.Vocabulary{
-		Modes: modes.Names(), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
-	})
+	spec, err := scenario.Parse(name, []byte(doc), runner.Vocabulary())
 	if err != nil {
 		return nil, err
 	}

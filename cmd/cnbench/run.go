@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"cnbench/internal/driver"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/modes"
@@ -29,17 +28,7 @@ import (
 const defaultDB = "cnbench.db"
 
 // vocabulary is what scenarios may name: what this build can run.
-func vocabulary() scenario.Vocabulary {
-	return scenario.Vocabulary{
-		Modes:      append(modes.Names(), modes.Patterns()...),
-		Topologies: topo.Kinds,
-		Workloads:  workload.Names(),
-		Engines:    driver.Names(),
-		SharesHost: topo.SharesHost,
-
-		EndpointsPerHost: modes.EndpointsPerHost,
-	}
-}
+func vocabulary() scenario.Vocabulary { return runner.Vocabulary() }
 
 type runFlags struct {
 	duration, warmup time.Duration

@@ -14,7 +14,7 @@ var workloadFlags = []struct {
 	list        bool
 }{
 	{"rate", "offered rate per flow of udp_stream, e.g. 1G, 500mbit or 100000pps; unlimited without it", true},
-	{"pattern", "traffic pattern: pairs, fan_in, n_to_m or containers_x_flows", false},
+	{"pattern", "traffic pattern: pairs, fan_in, n_to_m, containers_x_flows or all_to_all (--clients endpoints, each a client of every other)", false},
 	{"clients", "client endpoints of the pattern, e.g. 1,8,32", true},
 	{"servers", "server endpoints of the n_to_m pattern, e.g. 2,4", true},
 	{"loss-threshold", "udp_max_rate's bound on loss, in percent (default 3)", false},

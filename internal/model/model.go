@@ -54,8 +54,9 @@ type Params struct {
 	Placement    string `json:"placement,omitempty"`
 	SenderCPUs   string `json:"sender_cpus,omitempty"`
 	ReceiverCPUs string `json:"receiver_cpus,omitempty"`
-	// Traffic pattern (study 001): "pairs", "fan_in", "n_to_m" or
-	// "containers_x_flows", with its server and client endpoint counts;
+	// Traffic pattern (study 001): "pairs", "fan_in", "n_to_m",
+	// "containers_x_flows" or "all_to_all", with its server and client
+	// endpoint counts (all_to_all: Clients endpoints, see Endpoints);
 	// Flows are per client endpoint. Empty means one pair.
 	Pattern string `json:"pattern,omitempty"`
 	Servers int    `json:"servers,omitempty"`
@@ -111,6 +112,7 @@ const (
 	PatternFanIn            = "fan_in"             // 1 server, C clients
 	PatternNToM             = "n_to_m"             // N servers, M clients, client i with server i mod N
 	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
+	PatternAllToAll         = "all_to_all"         // C endpoints, each a client of every other: C servers, C(C-1) clients
 )
 
 // Endpoints on one emulated host (or VM guest): the first
@@ -130,6 +132,9 @@ func (p Params) Endpoints() (servers, clients int) {
 		return 1, clients
 	case PatternNToM:
 		return max(1, p.Servers), clients
+	case PatternAllToAll:
+		k := max(2, p.Clients)
+		return k, k * (k - 1)
 	}
 	return clients, clients
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cnbench/internal/cleanup"
@@ -49,9 +50,7 @@ func (r *Runner) Resume(ctx context.Context, runID int64) error {
 	}
 	// The stored document is the expanded scenario; it must still parse,
 	// or this build could not run the cases it names.
-	vocab := scenario.Vocabulary{Modes: append(modes.Names(), modes.Patterns()...), Topologies: topo.Kinds, Workloads: workload.Names(), Engines: driver.Names(),
-		SharesHost: topo.SharesHost, EndpointsPerHost: modes.EndpointsPerHost}
-	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), vocab)
+	spec, err := scenario.Parse(fmt.Sprintf("run %d's scenario", runID), []byte(res.Run.ScenarioDoc), Vocabulary())
 	if err != nil {
 		return fmt.Errorf("resume run %d: %w", runID, err)
 	}
@@ -142,4 +141,18 @@ func checkSampleIndices(cases []model.CaseResult) error {
 		}
 	}
 	return nil
+}
+
+// Vocabulary is what scenarios may name: what this build can run, with
+// the bounds the run holds cases to.
+func Vocabulary() scenario.Vocabulary {
+	return scenario.Vocabulary{
+		Modes:            append(modes.Names(), modes.Patterns()...),
+		Topologies:       append(slices.Clone(topo.Kinds), topo.SwitchWord),
+		Workloads:        workload.Names(),
+		Engines:          driver.Names(),
+		BusiestHost:      topo.BusiestHost,
+		CheckTopology:    topo.CheckKind,
+		EndpointsPerHost: modes.EndpointsPerHost,
+	}
 }

@@ -16,9 +16,9 @@ import (
 func limitMessage(typ string, p model.Params, modes []string, topologies []Topology, v Vocabulary) (key, msg string) {
 	servers, clients := p.Endpoints()
 	for _, t := range topologies {
-		n := max(servers, clients)
-		if v.SharesHost == nil || v.SharesHost(t.Name) {
-			n = servers + clients
+		n := servers + clients
+		if v.BusiestHost != nil {
+			n = v.BusiestHost(t.Name, p)
 		}
 		for _, m := range modes {
 			limit := model.BaseEndpointsPerHost

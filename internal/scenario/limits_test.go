@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"cnbench/internal/model"
 )
 
 // TestEndpointsPerHostAreEachModes holds a pattern's endpoints on one
@@ -12,7 +14,13 @@ import (
 func TestEndpointsPerHostAreEachModes(t *testing.T) {
 	v := testVocab
 	v.Modes = append(v.Modes, "overlay")
-	v.SharesHost = func(topology string) bool { return topology == "chc" }
+	v.BusiestHost = func(topology string, p model.Params) int {
+		s, c := p.Endpoints()
+		if topology == "chc" {
+			return s + c
+		}
+		return max(s, c)
+	}
 	v.EndpointsPerHost = func(mode, topology string) int {
 		if mode == "overlay" {
 			return 250

@@ -370,7 +370,7 @@ func (p *parser) topologies(its []item) []Topology {
 func (p *parser) topology(it item) (Topology, bool) {
 	n := it.node
 	if n.Kind == yaml.ScalarNode && !isNull(n) {
-		if msg := checkWord("topology", n.Value, p.vocab.Topologies); msg != "" {
+		if msg := p.vocab.topologyMessage(n.Value); msg != "" {
 			p.report(n, it.path, msg)
 			return Topology{}, false
 		}
@@ -390,7 +390,7 @@ func (p *parser) topology(it item) (Topology, bool) {
 	var t Topology
 	if name, ok := p.scalar(item{nameField.value, nameField.path}, "a topology name"); !ok {
 		good = false
-	} else if msg := checkWord("topology", name, p.vocab.Topologies); msg != "" {
+	} else if msg := p.vocab.topologyMessage(name); msg != "" {
 		p.report(nameField.value, nameField.path, msg)
 		good = false
 	} else {

@@ -93,6 +93,10 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 		Engines:  []string{defaultEngine},
 	}
 	for _, name := range flagWords(&errs, "--topologies", "topology", a.Topologies, v.Topologies) {
+		if msg := v.topologyMessage(name); msg != "" {
+			errs.add(&Error{Path: "--topologies", Msg: msg})
+			continue
+		}
 		s.Topologies = append(s.Topologies, Topology{Name: name})
 	}
 	workloads := flagWords(&errs, "--workloads", "workload", a.Workloads, v.Workloads)

@@ -22,10 +22,11 @@ const (
 	PatternFanIn            = model.PatternFanIn
 	PatternNToM             = model.PatternNToM
 	PatternContainersXFlows = model.PatternContainersXFlows
+	PatternAllToAll         = model.PatternAllToAll
 )
 
 // Patterns lists the traffic patterns, the default first.
-var Patterns = []string{PatternPairs, PatternFanIn, PatternNToM, PatternContainersXFlows}
+var Patterns = []string{PatternPairs, PatternFanIn, PatternNToM, PatternContainersXFlows, PatternAllToAll}
 
 // Limits of the knobs beyond the rows' own bounds.
 const (

@@ -92,13 +92,30 @@ type Workload struct {
 // keeps this package free of anything that touches the network.
 type Vocabulary struct {
 	Modes, Topologies, Workloads, Engines []string
-	// SharesHost reports whether a topology puts servers and clients on
-	// one host, for the bound on endpoints per host; nil takes every
-	// topology to, which never passes a case the run would refuse.
-	SharesHost func(topology string) bool
+	// BusiestHost is the most endpoints a case of params p places on one
+	// host of a topology, for the bound on endpoints per host; nil takes
+	// every topology to put them all on one, which never passes a case
+	// the run would refuse.
+	BusiestHost func(topology string, p model.Params) int
+	// CheckTopology refuses a topology name the list admits by its
+	// pattern (switch:N) but the run cannot build; nil refuses none.
+	CheckTopology func(topology string) error
 	// EndpointsPerHost is how many endpoints a mode places on one host of
 	// a topology; nil takes every mode to hold model.BaseEndpointsPerHost.
 	EndpointsPerHost func(mode, topology string) int
+}
+
+// topologyMessage says what is wrong with a topology's name, or "".
+func (v Vocabulary) topologyMessage(name string) string {
+	if msg := checkWord("topology", name, v.Topologies); msg != "" {
+		return msg
+	}
+	if v.CheckTopology != nil {
+		if err := v.CheckTopology(name); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
 }
 
 const (

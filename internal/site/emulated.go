@@ -100,8 +100,9 @@ func WithDeaths(err error, died []string) error {
 }
 
 // placeGroup places the endpoints a case's pattern asks for, each in a
-// cgroup of its own: servers s1..sN on the server host, clients c1..cM on
-// the client host, client i talking to server i mod N. Endpoints are
+// cgroup of its own: servers s1..sN and clients c1..cM on the hosts the
+// topology puts them on (Topology.ServerHost, ClientHost), client i
+// talking to server i mod N. Endpoints are
 // built in parallel: a fan-in of dozens of endpoints should not spend its
 // time on one netlink call after another.
 func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p model.Params) (pa *Path, err error) {
@@ -130,7 +131,11 @@ func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i, name := range names {
-		ep, err := m.Endpoint(t.HostFor(i < nServers), name)
+		h := t.ServerHost(i, p.Pattern)
+		if i >= nServers {
+			h = t.ClientHost(i-nServers, nServers, p.Pattern)
+		}
+		ep, err := m.Endpoint(h, name)
 		if err != nil {
 			wg.Wait()
 			return nil, err

@@ -17,7 +17,7 @@ import (
 // are the two ends of one veth pair, with routes to each other's endpoint
 // subnets, as two directly cabled machines with static routes; routed
 // cables each of two hosts to its own port of a router host, one subnet
-// per cable.
+// per cable; switch:N plugs N hosts into one switch (buildSwitch).
 func Build(kind string, token netns.Token, opts Options) (t *Topology, err error) {
 	t = &Topology{Kind: kind, Token: token, Opts: opts}
 	defer func() {
@@ -35,9 +35,11 @@ func Build(kind string, token netns.Token, opts Options) (t *Topology, err error
 		return t, t.buildRouted()
 	case CVC, CVHC, CHVC, CVHHC, CHHVC, VV:
 		return t, t.buildVM()
-	default:
-		return nil, fmt.Errorf("build topology: unknown topology %q", kind)
 	}
+	if err := CheckKind(kind); err != nil {
+		return t, fmt.Errorf("build topology: %w", err)
+	}
+	return t, t.buildSwitch(SwitchHosts(kind))
 }
 
 func (t *Topology) buildCHC() error {
