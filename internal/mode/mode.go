@@ -45,6 +45,20 @@ type Publisher interface {
 	Publish(ports ...int)
 }
 
+// Acquainter is a mode whose endpoints resolve each other by ARP on one
+// link layer across hosts. The kernel keeps one ARP table for every
+// namespace, which refuses new entries beyond gc_thresh3 (1024 unless
+// the machine's owner raised it, and cnbench leaves it alone): in an
+// all-to-all case of a thousand endpoints each client's entry for its
+// server and each server's for its clients overflowed it, and
+// connections failed with "no route to host". The runner calls Acquaint
+// for each client and the server it talks to, once both are placed, and
+// the mode makes them known to each other for good (permanent entries do
+// not count against the bound).
+type Acquainter interface {
+	Acquaint(client, server *topo.Endpoint) error
+}
+
 // Family is the sub-package a mode's implementation lives in.
 type Family string
 

@@ -152,6 +152,13 @@ func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p 
 		return nil, err
 	}
 	pa.Servers, pa.Clients = sites[:nServers], sites[nServers:]
+	if a, ok := m.(mode.Acquainter); ok {
+		for i, c := range pa.Clients {
+			if err := a.Acquaint(c.Endpoint(), pa.Servers[pa.ServerOf[i]].Endpoint()); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return pa, nil
 }
 

@@ -173,3 +173,40 @@ func (c Counter) next(h *topo.Host, limit int) (int, error) {
 func Direct(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(ep.Addr, uint16(port)), nil
 }
+
+// pinEachOther makes two endpoints on one link layer known to each other
+// for good (see mode.Acquainter).
+func pinEachOther(a, b *topo.Endpoint) error {
+	ha, err := netlink.NewHandleAt(a.NS.Handle())
+	if err != nil {
+		return fmt.Errorf("netlink handle in %q: %w", a.NS.Name, err)
+	}
+	defer ha.Close()
+	hb, err := netlink.NewHandleAt(b.NS.Handle())
+	if err != nil {
+		return fmt.Errorf("netlink handle in %q: %w", b.NS.Name, err)
+	}
+	defer hb.Close()
+	ethA, err := ha.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, a.NS.Name, err)
+	}
+	ethB, err := hb.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, b.NS.Name, err)
+	}
+	for _, p := range []struct {
+		h    *netlink.Handle
+		in   *topo.Endpoint
+		link netlink.Link
+		peer *topo.Endpoint
+		mac  net.HardwareAddr
+	}{{ha, a, ethA, b, ethB.Attrs().HardwareAddr}, {hb, b, ethB, a, ethA.Attrs().HardwareAddr}} {
+		n := &netlink.Neigh{LinkIndex: p.link.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: net.IP(p.peer.Addr.AsSlice()), HardwareAddr: p.mac}
+		if err := p.h.NeighSet(n); err != nil {
+			return fmt.Errorf("neighbour %s in %q: %w", p.peer.Addr, p.in.NS.Name, err)
+		}
+	}
+	return nil
+}

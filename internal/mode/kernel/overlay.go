@@ -35,6 +35,8 @@ type overlayMode struct {
 	t     *topo.Topology
 	n     Counter
 	built bool
+	// vteps are each host's VXLAN device, by host index.
+	vteps map[int]netlink.Link
 }
 
 var _ mode.Mode = (*overlayMode)(nil)
@@ -77,6 +79,9 @@ func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
+	if err := withoutIPv6(ep.ns); err != nil {
+		return nil, err
+	}
 	hostSide, err := vethInto(h, ep, "v-"+name, m.mtu())
 	if err != nil {
 		return nil, err
@@ -92,7 +97,81 @@ func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 	if err := configureEndpoint(ep, netip.PrefixFrom(addr, topo.OverlaySubnet.Bits()), netip.Addr{}); err != nil {
 		return nil, err
 	}
+	if err := m.announce(h, hostSide, ep, addr); err != nil {
+		return nil, err
+	}
 	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+}
+
+var _ mode.Acquainter = (*overlayMode)(nil)
+
+// Acquaint pins client and server in each other's ARP entries.
+//
+// Equivalent to: ip -n CLIENT neigh replace SERVER lladdr MAC(SERVER) dev
+// eth0 nud permanent, and the same the other way
+func (m *overlayMode) Acquaint(client, server *topo.Endpoint) error {
+	return pinEachOther(client, server)
+}
+
+// announce tells every other host's VTEP where a new endpoint is, as
+// Docker's overlay driver does from its gossip: the endpoint's MAC behind
+// this host's VTEP, and its address at that MAC, which the VTEP then
+// answers ARP for itself (it runs with proxy on). Without them, every
+// ARP request and every frame to a MAC not yet learnt went to every other
+// host and was flooded to each of their endpoints: with 32 hosts of 32
+// endpoints, an all-to-all case's connections drowned in the copies, which
+// overflowed the receiving CPUs' backlogs.
+//
+// Equivalent to, on each other host:
+//
+//	bridge fdb append MAC dev vx0 dst HOST self permanent
+//	ip neigh add ADDR lladdr MAC dev vx0 nud permanent
+func (m *overlayMode) announce(h *topo.Host, hostSide netlink.Link, ep endpointNS, addr netip.Addr) error {
+	eth, err := ep.handle.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
+	}
+	mac := eth.Attrs().HardwareAddr
+	port := &netlink.Neigh{LinkIndex: hostSide.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+		State: netlink.NUD_NOARP, HardwareAddr: mac}
+	if err := h.Handle.NeighSet(port); err != nil {
+		return fmt.Errorf("bridge entry for %s on %s in %q: %w", mac, hostSide.Attrs().Name, h.NS.Name, err)
+	}
+	for _, other := range m.t.Hosts {
+		if other == h {
+			continue
+		}
+		vx := m.vteps[other.Index]
+		toVTEP := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+			State: netlink.NUD_NOARP, HardwareAddr: mac}
+		if err := other.Handle.NeighSet(toVTEP); err != nil {
+			return fmt.Errorf("bridge entry for %s on %s in %q: %w", mac, vxlanName, other.NS.Name, err)
+		}
+		fdb := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
+			State: netlink.NUD_NOARP | netlink.NUD_PERMANENT, HardwareAddr: mac, IP: net.IP(h.Addr.AsSlice())}
+		if err := other.Handle.NeighAppend(fdb); err != nil {
+			return fmt.Errorf("forwarding entry for %s on %s in %q: %w", mac, vxlanName, other.NS.Name, err)
+		}
+		neigh := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: net.IP(addr.AsSlice()), HardwareAddr: mac}
+		if err := other.Handle.NeighSet(neigh); err != nil {
+			return fmt.Errorf("neighbour %s on %s in %q: %w", addr, vxlanName, other.NS.Name, err)
+		}
+	}
+	return nil
+}
+
+// withoutIPv6 keeps the links made in ns from here on off IPv6. The
+// overlay carries IPv4, and a link with IPv6 sends its duplicate address
+// probes, multicast listener reports and router solicitations for some
+// seconds after it comes up: VXLAN copies every one to each other host,
+// whose bridge floods it to every endpoint. With 32 hosts of 32 endpoints
+// that was a million frames, which the receiving CPUs' backlogs dropped
+// along with the connections' first segments.
+//
+// Equivalent to: ip netns exec NS sysctl -w net.ipv6.conf.default.disable_ipv6=1
+func withoutIPv6(ns *netns.NS) error {
+	return ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1")
 }
 
 // buildHost makes host h's bridge and VTEP, and points the VTEP's flood
@@ -101,10 +180,13 @@ func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 // Equivalent to:
 //
 //	ip link add br0 mtu M type bridge
-//	ip link add vx0 mtu M type vxlan id 4242 local HOST dev nic0 dstport 4789
+//	ip link add vx0 mtu M type vxlan id 4242 local HOST dev nic0 dstport 4789 proxy
 //	ip link set vx0 master br0; ip link set vx0 up; ip link set br0 up
 //	bridge fdb append 00:00:00:00:00:00 dev vx0 dst OTHER   (each other host)
 func (m *overlayMode) buildHost(h *topo.Host) error {
+	if err := withoutIPv6(h.NS); err != nil {
+		return err
+	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName, MTU: m.mtu()}}
 	if err := h.Handle.LinkAdd(br); err != nil {
 		return fmt.Errorf("create bridge %s in %q: %w", bridgeName, h.NS.Name, err)
@@ -120,10 +202,15 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 		SrcAddr:      net.IP(h.Addr.AsSlice()),
 		Port:         vxlanPort,
 		Learning:     true,
+		Proxy:        true,
 	}
 	if err := h.Handle.LinkAdd(vx); err != nil {
 		return fmt.Errorf("create vxlan %s in %q: %w", vxlanName, h.NS.Name, err)
 	}
+	if m.vteps == nil {
+		m.vteps = map[int]netlink.Link{}
+	}
+	m.vteps[h.Index] = vx
 	for _, l := range []netlink.Link{vx, br} {
 		if err := h.Handle.LinkSetUp(l); err != nil {
 			return fmt.Errorf("set %s up in %q: %w", l.Attrs().Name, h.NS.Name, err)
