@@ -98,6 +98,18 @@ func (m *macvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error
 	return Direct(ep, port)
 }
 
+var _ mode.Acquainter = (*macvlanMode)(nil)
+
+// Acquaint pins a client and its server in each other's ARP entries where
+// they share a segment (everywhere but across the routed topology's
+// router).
+func (m *macvlanMode) Acquaint(client, server *topo.Endpoint) error {
+	if !client.Host.Segment.Contains(server.Addr) {
+		return nil
+	}
+	return pinEachOther(client, server)
+}
+
 // MacvlanEndpoints is how many macvlan endpoints a host's NIC takes here.
 // A broadcast from one (an ARP request) reaches every other through one
 // CPU's backlog, which holds netdev_max_backlog frames (1000, the
@@ -143,6 +155,11 @@ func subInterface(t *topo.Topology, h *topo.Host, name string, newLink func(netl
 	}
 	ep, err := newEndpointNS(t, name)
 	if err != nil {
+		return endpointNS{}, err
+	}
+	// The wire carries IPv4; its copies of every endpoint's IPv6
+	// multicast would reach every other endpoint (see withoutIPv6).
+	if err := withoutIPv6(ep.ns); err != nil {
 		return endpointNS{}, err
 	}
 	link := newLink(netlink.LinkAttrs{
