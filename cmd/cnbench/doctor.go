@@ -61,7 +61,8 @@ is unsupported is stored as skipped with the same reason.`,
 			if root {
 				writeContainerRuntimes(w)
 			}
-			for _, t := range topo.Kinds {
+			shown, _ := topo.Shown()
+			for _, t := range shown {
 				var err error
 				if topo.IsVM(t) {
 					err = topo.VMAvailable()
@@ -102,12 +103,13 @@ is unsupported is stored as skipped with the same reason.`,
 // would be measured, and the reason when not.
 func writeModeMatrix(out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "\nmode\\topology\t%s\n", strings.Join(topo.Kinds, "\t"))
+	shown, checked := topo.Shown()
+	fmt.Fprintf(w, "\nmode\\topology\t%s\n", strings.Join(shown, "\t"))
 	var notes []string
 	for _, name := range modes.Names() {
 		d, _ := modes.Lookup(name)
 		row := []string{name}
-		for _, t := range topo.Kinds {
+		for _, t := range checked {
 			err := d.Check(t)
 			if err == nil {
 				cell := "ok"

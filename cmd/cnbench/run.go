@@ -94,7 +94,7 @@ stopped the run (stored as interrupted; --resume goes on).`,
 	fl.IntVar(&f.samples, "samples", 0, "samples per case (overrides the scenario)")
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(modes.Names(), ","))
-	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(topo.Kinds, ","))
+	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(shownTopologies(), ","))
 	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(workload.Names(), ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
 	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
@@ -283,4 +283,9 @@ func failedCases(res *model.RunResult) error {
 	}
 	return &exitError{code: exitFailure, err: fmt.Errorf("run %d: %d of %d cases failed (%s); the results above give the reasons",
 		res.Run.ID, len(failed), len(res.Cases), strings.Join(failed, ", "))}
+}
+
+func shownTopologies() []string {
+	shown, _ := topo.Shown()
+	return shown
 }

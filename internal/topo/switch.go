@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"slices"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -14,6 +15,17 @@ const switchPrefix = "switch:"
 
 // SwitchWord is how a scenario's vocabulary lists the switch topologies.
 const SwitchWord = switchPrefix + "*"
+
+// SwitchName is how help and doctor name the switch topologies.
+const SwitchName = switchPrefix + "N"
+
+// Shown are the topologies as help and doctor list them, with the name
+// each is checked by: switch:N by switch:2.
+func Shown() (names, checked []string) {
+	names = append(slices.Clone(Kinds), SwitchName)
+	checked = append(slices.Clone(Kinds), Switch(2))
+	return names, checked
+}
 
 // Switch is the topology of n hosts on one switch.
 func Switch(n int) string { return switchPrefix + strconv.Itoa(n) }
