@@ -2,8 +2,8 @@ package topo
 
 import (
 	"fmt"
-	"slices"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
