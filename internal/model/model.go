@@ -185,6 +185,15 @@ type Outcome struct {
 	// ExplainNote says why a case asked to be explained has no profile
 	// (no perf, endpoints this machine's profiler cannot see).
 	ExplainNote string `json:"explain_note,omitempty"`
+	// The time around the case's samples, in milliseconds: building its
+	// path (topology and endpoints; shared with the other engines of the
+	// path, which record the same), starting its engines, stopping them
+	// and removing the path (shared likewise). Zero where the case did
+	// not get that far.
+	BuildMS    int64 `json:"build_ms,omitempty"`
+	StartMS    int64 `json:"start_ms,omitempty"`
+	StopMS     int64 `json:"stop_ms,omitempty"`
+	TeardownMS int64 `json:"teardown_ms,omitempty"`
 }
 
 // Interval is a slice of a sample, normally one second long.

@@ -100,12 +100,23 @@ func (r *Runner) runTurns(ctx context.Context, cs []*model.Case, prior [][]model
 	}
 	r.measureTurns(ctx, turns)
 	for _, t := range turns {
+		if t.c.Outcome.BuildMS > 0 {
+			if err := r.whileLocked(ctx, fmt.Sprintf("the outcome of case %d", t.c.Index), func() error {
+				return r.store.SetCaseOutcome(t.c.ID, t.c.Outcome)
+			}); err != nil {
+				return err
+			}
+		}
 		if err := r.recordOutcome(ctx, t.c, t.err); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// sinceMS is the whole milliseconds since start, at least 1 so that a
+// phase that ran shows.
+func sinceMS(start time.Time) int64 { return max(1, time.Since(start).Milliseconds()) }
 
 // markPaired records, with cases whose modes take turns, that their
 // samples pair up with the other modes' sample by sample.
@@ -174,7 +185,11 @@ func (r *Runner) preparePath(ctx context.Context, turns []*turn) *site.Path {
 	if !anyCan {
 		return nil
 	}
+	began := time.Now()
 	path, err := r.buildPath(ctx, lead, plan, engines)
+	for _, t := range turns {
+		t.c.Outcome.BuildMS = sinceMS(began)
+	}
 	if err != nil {
 		for _, t := range turns {
 			t.err = cmp.Or(t.err, err)
@@ -195,7 +210,10 @@ func (r *Runner) startTurns(ctx context.Context, turns []*turn) []*turn {
 		if t.err != nil {
 			continue
 		}
-		if t.drv, t.err = driver.New(ctx, t.path, r.opts.EngineCommand, *t.c); t.err != nil {
+		began := time.Now()
+		t.drv, t.err = driver.New(ctx, t.path, r.opts.EngineCommand, *t.c)
+		t.c.Outcome.StartMS = sinceMS(began)
+		if t.err != nil {
 			continue
 		}
 		if t.err = r.warmUp(ctx, t.drv, t.path, t.c); t.err != nil {
@@ -323,19 +341,24 @@ func (r *Runner) stopTurns(live []*turn, why string) error {
 func (r *Runner) endTurns(turns []*turn, paths []*site.Path) {
 	for _, t := range turns {
 		if t.drv != nil {
+			began := time.Now()
 			t.err = errors.Join(t.err, t.drv.Stop())
+			t.c.Outcome.StopMS = sinceMS(began)
 		}
 	}
 	// A daemon that died (a dockerd, an ovs-vswitchd) shows in a case's
 	// error only as what failed to talk to it, then or on removing the
 	// path; name it.
 	for _, p := range paths {
+		began := time.Now()
 		closeErr := p.Close()
+		took := sinceMS(began)
 		died := p.Deaths()
 		for _, t := range turns {
 			if t.path != p {
 				continue
 			}
+			t.c.Outcome.TeardownMS = took
 			if closeErr != nil && t.drv != nil {
 				t.err = errors.Join(t.err, fmt.Errorf("remove the path: %w", closeErr))
 			}
