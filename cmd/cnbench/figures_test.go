@@ -497,8 +497,8 @@ func expectedChart(t *testing.T, kind, w string, raw []rawCase, want []map[strin
 				values[fmt.Sprintf("%s p%g 0", c.mode, q)] = bar(want[i][name], 1, true)
 			}
 		case "flowspread":
-			for g, name := range []string{"slowest", "median", "fastest"} {
-				metric := []string{"flow_throughput_min_bps", "flow_throughput_median_bps", "flow_throughput_max_bps"}[g]
+			for g, name := range []string{"slowest", "p10", "median", "p90", "fastest"} {
+				metric := []string{"flow_throughput_min_bps", "flow_throughput_p10_bps", "flow_throughput_median_bps", "flow_throughput_p90_bps", "flow_throughput_max_bps"}[g]
 				values[fmt.Sprintf("%s %s 0", c.mode, name)] = bar(want[i][metric], 1e-9, true)
 			}
 		case "cdf":

@@ -127,16 +127,20 @@ func TestJainByHand(t *testing.T) {
 }
 
 // TestFlowSpreadByHand holds the per-flow figures of a stream to values
-// worked out by hand: the slowest, median and fastest flow and Jain's
-// index over the flows; one flow has none of them.
+// worked out by hand: the slowest, 10th percentile, median, 90th
+// percentile and fastest flow (nearest rank: the smallest rate with at
+// least that share of the flows at or below it) and Jain's index over the
+// flows; one flow has none of them.
 func TestFlowSpreadByHand(t *testing.T) {
 	for _, tc := range []struct {
-		rates                  []float64
-		min, median, max, jain float64
+		rates                            []float64
+		min, p10, median, p90, max, jain float64
 	}{
-		{[]float64{4e9, 1e9, 3e9, 2e9}, 1e9, 2.5e9, 4e9, 100.0 / 120},
-		{[]float64{2e9, 8e9, 2e9}, 2e9, 2e9, 8e9, 144.0 / 216},
-		{[]float64{5e9, 5e9}, 5e9, 5e9, 5e9, 1},
+		{[]float64{4e9, 1e9, 3e9, 2e9}, 1e9, 1e9, 2.5e9, 4e9, 4e9, 100.0 / 120},
+		{[]float64{2e9, 8e9, 2e9}, 2e9, 2e9, 2e9, 8e9, 8e9, 144.0 / 216},
+		{[]float64{5e9, 5e9}, 5e9, 5e9, 5e9, 5e9, 5e9, 1},
+		{[]float64{7e9, 1e9, 10e9, 3e9, 5e9, 2e9, 9e9, 4e9, 8e9, 6e9}, 1e9, 1e9, 5.5e9, 9e9, 10e9, 3025.0 / 3850},
+		{[]float64{20, 3, 17, 1, 12, 9, 15, 6, 19, 11, 2, 14, 8, 18, 4, 16, 10, 7, 13, 5}, 1, 2, 10.5, 18, 20, 44100.0 / 57400},
 	} {
 		x := Exchange{ReceivedBytes: 1e9, ReceiveTime: 1e9, PerFlow: tc.rates}
 		before, after := readings()
@@ -145,7 +149,8 @@ func TestFlowSpreadByHand(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, want := range map[string]float64{
-			model.FlowThroughputMinBPS: tc.min, model.FlowThroughputMedianBPS: tc.median,
+			model.FlowThroughputMinBPS: tc.min, model.FlowThroughputP10BPS: tc.p10, model.FlowThroughputMedianBPS: tc.median,
+			model.FlowThroughputP90BPS: tc.p90,
 			model.FlowThroughputMaxBPS: tc.max, model.FlowFairnessJain: tc.jain,
 		} {
 			if got, ok := s.Values[name]; !ok || math.Abs(got-want) > 1e-9*max(1, want) {

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"cnbench/internal/model"
@@ -196,6 +197,8 @@ func flowValues(v map[string]float64, x Exchange) {
 	slices.Sort(rates)
 	n := len(rates)
 	v[model.FlowThroughputMinBPS] = rates[0]
+	v[model.FlowThroughputP10BPS] = nearestRank(rates, 0.10)
+	v[model.FlowThroughputP90BPS] = nearestRank(rates, 0.90)
 	v[model.FlowThroughputMaxBPS] = rates[n-1]
 	if n%2 == 1 {
 		v[model.FlowThroughputMedianBPS] = rates[n/2]
@@ -203,6 +206,13 @@ func flowValues(v map[string]float64, x Exchange) {
 		v[model.FlowThroughputMedianBPS] = (rates[n/2-1] + rates[n/2]) / 2
 	}
 	v[model.FlowFairnessJain] = jain(rates)
+}
+
+// nearestRank is the p-quantile of sorted by the nearest-rank rule: the
+// smallest value with at least p of the values at or below it.
+func nearestRank(sorted []float64, p float64) float64 {
+	rank := int(math.Ceil(p * float64(len(sorted))))
+	return sorted[min(len(sorted), max(1, rank))-1]
 }
 
 // jain is Jain's fairness index: (Σx)² / (n·Σx²), 1 when all are equal

@@ -67,7 +67,9 @@ const (
 	// Streams of several flows: the slowest, median and fastest flow's
 	// throughput, and Jain's fairness index over all the flows.
 	FlowThroughputMinBPS    = "flow_throughput_min_bps"
+	FlowThroughputP10BPS    = "flow_throughput_p10_bps"
 	FlowThroughputMedianBPS = "flow_throughput_median_bps"
+	FlowThroughputP90BPS    = "flow_throughput_p90_bps"
 	FlowThroughputMaxBPS    = "flow_throughput_max_bps"
 	FlowFairnessJain        = "flow_fairness_jain"
 	// UDP: loss over the datagrams sent (udp_stream) or the transactions
@@ -147,7 +149,9 @@ var Metrics = map[string]MetricInfo{
 	ThroughputPerEndpointBPS: {"bit/s", true, "throughput per endpoint"},
 	FairnessJain:             {"index", true, "Jain's fairness"},
 	FlowThroughputMinBPS:     {"bit/s", true, "slowest flow's throughput"},
+	FlowThroughputP10BPS:     {"bit/s", true, "10th percentile flow's throughput"},
 	FlowThroughputMedianBPS:  {"bit/s", true, "median flow's throughput"},
+	FlowThroughputP90BPS:     {"bit/s", true, "90th percentile flow's throughput"},
 	FlowThroughputMaxBPS:     {"bit/s", true, "fastest flow's throughput"},
 	FlowFairnessJain:         {"index", true, "Jain's fairness over flows"},
 	LossPct:                  {"%", false, "loss"},

@@ -38,7 +38,7 @@ var ChartKinds = []ChartKind{
 	{"msgsize", "throughput (or transactions/s) against message size, a line per mode"},
 	{"latency", "latency percentiles p50, p90, p99, p99.9 per mode, from the merged histograms"},
 	{"cdf", "latency distribution (CDF) per mode, from the merged histograms"},
-	{"flowspread", "for streams of several flows: the slowest, median and fastest flow's throughput per mode"},
+	{"flowspread", "for streams of several flows: the slowest, 10th percentile, median, 90th percentile and fastest flow's throughput per mode"},
 	{"cpu", "CPU cost: CPU cores per Gbit/s for streams (cpu_s_per_gb / 8), CPU time per transaction for request/response"},
 	{"overhead", "each mode's cost against the host baseline of the same case, in percent"},
 	{"explain", "for runs made with --explain: each case's CPU time on every CPU per GB or per transaction, stacked by path stage"},
@@ -430,12 +430,14 @@ func (cs *chartSet) latencyCharts() []Chart {
 }
 
 // flowSpreadMetrics are the flowspread chart's bars, in order.
-var flowSpreadMetrics = []string{model.FlowThroughputMinBPS, model.FlowThroughputMedianBPS, model.FlowThroughputMaxBPS}
+var flowSpreadMetrics = []string{model.FlowThroughputMinBPS, model.FlowThroughputP10BPS, model.FlowThroughputMedianBPS,
+	model.FlowThroughputP90BPS, model.FlowThroughputMaxBPS}
 
 func (cs *chartSet) flowSpreadCharts() []Chart {
 	scale, _ := metricAxis(model.FlowThroughputMinBPS)
 	return cs.metricGroupCharts("flowspread", "flow", "throughput of one flow ("+shownUnitOf(model.FlowThroughputMinBPS)+")", scale,
-		"throughput of the slowest, median and fastest flow (mean, 95% CI)", []string{"slowest", "median", "fastest"}, flowSpreadMetrics)
+		"throughput of the slowest, 10th percentile, median, 90th percentile and fastest flow (mean, 95% CI)",
+		[]string{"slowest", "p10", "median", "p90", "fastest"}, flowSpreadMetrics)
 }
 
 // metricGroupCharts draws, for each set of otherwise equal cases that has

@@ -205,7 +205,8 @@ var metricOrder = []string{
 	model.CPUSenderPct, model.CPUReceiverPct, model.CPUSoftirqPct, model.CPUStealPct, model.CPUSPerGB, model.CPUUSPerTx,
 	model.SentBytes, model.ReceivedBytes, model.Retransmits,
 	model.MaxRateBPS, model.ConnectionsPerS, model.ThroughputPerEndpointBPS, model.FairnessJain,
-	model.FlowThroughputMinBPS, model.FlowThroughputMedianBPS, model.FlowThroughputMaxBPS, model.FlowFairnessJain,
+	model.FlowThroughputMinBPS, model.FlowThroughputP10BPS, model.FlowThroughputMedianBPS, model.FlowThroughputP90BPS,
+	model.FlowThroughputMaxBPS, model.FlowFairnessJain,
 	model.LossPct, model.JitterUS, model.OutOfOrder, model.SentPackets, model.ReceivedPackets, model.Trials,
 	model.RTTMinUS, model.RTTAvgUS, model.RTTMaxUS, model.RTTMdevUS,
 }
