@@ -3,9 +3,11 @@
 //
 //   - endpoints: a fan-in of N endpoints (N-1 clients and their server)
 //     on one host, bridge mode (-endpoints 2,10,100,1000);
-//   - flows: one client with F tcp_stream flows to one server, bridge on
-//     one host (-flows 1,16,256,1024,4096), with samples of
-//     -flow-duration (10 s: the target below is about them);
+//   - flows: F tcp_stream flows in all into one server, bridge on one
+//     host (-flows 1,16,256,1024,4096): containers x flows, up to 16 flows
+//     from each client (-per-client), so 1024 flows are 64 clients of 16,
+//     with samples of -flow-duration (10 s: the target below is about
+//     them);
 //   - hosts: the pairs pattern of H endpoint pairs over switch:H, one
 //     client and one server on each host, each client sending to the next
 //     host's server, through the VXLAN overlay (-hosts 2,4,...,64).
@@ -43,6 +45,7 @@ import (
 // settings are the bench's flags.
 type settings struct {
 	endpoints, flows, hosts []int
+	perClient               int
 	duration, flowDuration  time.Duration
 	plots                   string
 }
@@ -52,7 +55,8 @@ func main() {
 	benchkit.ServeEngineIfAsked()
 	var s settings
 	endpoints := flag.String("endpoints", "2,10,100,1000", "endpoint counts of the fan-in on one host (bridge holds up to 1023)")
-	flows := flag.String("flows", "1,16,256,1024,4096", "flow counts of one client's tcp_stream")
+	flows := flag.String("flows", "1,16,256,1024,4096", "flow counts in all of the containers x flows stream")
+	flag.IntVar(&s.perClient, "per-client", 16, "flows from each client of the flow points")
 	hosts := flag.String("hosts", "2,4,8,16,32,64", "host counts of switch:H, one endpoint pair on each")
 	flag.DurationVar(&s.duration, "duration", 2*time.Second, "sample length of the endpoint and host points")
 	flag.DurationVar(&s.flowDuration, "flow-duration", 10*time.Second, "sample length of the flow points")
@@ -62,6 +66,9 @@ func main() {
 	s.endpoints, errs = ints("-endpoints", *endpoints, 2, 1023, errs)
 	s.flows, errs = ints("-flows", *flows, 1, 4096, errs)
 	s.hosts, errs = ints("-hosts", *hosts, 2, 64, errs)
+	if s.perClient < 1 || s.perClient > 4096 {
+		errs = append(errs, fmt.Errorf("-per-client: %d is not from 1 to 4096", s.perClient))
+	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(2)
@@ -106,7 +113,8 @@ workloads:
   - {type: tcp_stream, pattern: fan_in, clients: %d}
 `, ms(s.duration), n-1)
 		}},
-		{"flows", "flows of one client", s.flows, func(f int) string {
+		{"flows", "flows in all", s.flows, func(f int) string {
+			perClient := min(f, s.perClient)
 			return fmt.Sprintf(`name: scale-flows
 duration: %dms
 warmup: 500ms
@@ -114,8 +122,8 @@ samples: 1
 modes: [bridge]
 topologies: [chc]
 workloads:
-  - {type: tcp_stream, flows: %d}
-`, ms(s.flowDuration), f)
+  - {type: tcp_stream, pattern: containers_x_flows, clients: %d, flows: %d}
+`, ms(s.flowDuration), (f+perClient-1)/perClient, perClient)
 		}},
 		{"hosts", "hosts on one switch", s.hosts, func(h int) string {
 			return fmt.Sprintf(`name: scale-hosts

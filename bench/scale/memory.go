@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,10 @@ type memoryWatch struct {
 }
 
 func watchMemory() (*memoryWatch, error) {
-	// Writing 5 to clear_refs resets VmHWM to the current resident set.
+	// Writing 5 to clear_refs resets VmHWM to the current resident set,
+	// which holds what the last point's run left of the heap until the
+	// runtime hands it back.
+	debug.FreeOSMemory()
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		return nil, err
 	}
