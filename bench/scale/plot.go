@@ -25,7 +25,7 @@ func drawSweeps(dir string, sweeps []sweep) error {
 		p.Y.Label.Text = "ms, MB, Gbit/s (log)"
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-		p.Legend.Top = true
+		p.Legend.Top, p.Legend.Left = true, true
 		var lines []any
 		for _, f := range figures {
 			xs, ys := column(sw, f)
@@ -43,6 +43,8 @@ func drawSweeps(dir string, sweeps []sweep) error {
 		if err := plotutil.AddLinePoints(p, lines...); err != nil {
 			return err
 		}
+		// Room above the curves for the legend.
+		p.Y.Max *= 1000
 		file := filepath.Join(dir, "scale-"+sw.axis.name+".png")
 		if err := p.Save(8*vg.Inch, 6*vg.Inch, file); err != nil {
 			return fmt.Errorf("draw %s: %w", file, err)

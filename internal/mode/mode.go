@@ -114,7 +114,7 @@ type Descriptor struct {
 // the wire, on the routed topology's per-host segments, which number
 // from the host's first subnet only.
 func (d Descriptor) EndpointsPerHost(topology string) int {
-	if d.HostEndpoints == 0 || topo.IsVM(topology) || (d.Addresses == topo.WireAddresses && topology == topo.Routed) {
+	if d.HostEndpoints == 0 || topo.IsVM(topology) || (d.Addresses == topo.WireAddresses && topo.RoutesSegments(topology)) {
 		return topo.BaseEndpointsPerHost
 	}
 	return min(d.HostEndpoints, topo.HostCapacity(1))

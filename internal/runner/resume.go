@@ -148,7 +148,7 @@ func checkSampleIndices(cases []model.CaseResult) error {
 func Vocabulary() scenario.Vocabulary {
 	return scenario.Vocabulary{
 		Modes:            append(modes.Names(), modes.Patterns()...),
-		Topologies:       append(slices.Clone(topo.Kinds), topo.SwitchWord),
+		Topologies:       append(slices.Clone(topo.Kinds), topo.ManyHostWords...),
 		Workloads:        workload.Names(),
 		Engines:          driver.Names(),
 		BusiestHost:      topo.BusiestHost,

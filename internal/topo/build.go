@@ -17,7 +17,8 @@ import (
 // are the two ends of one veth pair, with routes to each other's endpoint
 // subnets, as two directly cabled machines with static routes; routed
 // cables each of two hosts to its own port of a router host, one subnet
-// per cable; switch:N plugs N hosts into one switch (buildSwitch).
+// per cable; switch:N plugs N hosts into one switch (buildSwitch), and
+// leafspine:N cables them to leaf routers under a spine (buildLeafSpine).
 func Build(kind string, token netns.Token, opts Options) (t *Topology, err error) {
 	t = &Topology{Kind: kind, Token: token, Opts: opts}
 	defer func() {
@@ -38,6 +39,9 @@ func Build(kind string, token netns.Token, opts Options) (t *Topology, err error
 	}
 	if err := CheckKind(kind); err != nil {
 		return t, fmt.Errorf("build topology: %w", err)
+	}
+	if n := LeafSpineHosts(kind); n > 0 {
+		return t, t.buildLeafSpine(n)
 	}
 	return t, t.buildSwitch(SwitchHosts(kind))
 }

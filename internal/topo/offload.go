@@ -148,8 +148,9 @@ func (t *Topology) ApplyOffloads() error {
 
 // EnableReflectiveRelay makes the switch a host's NIC is plugged into
 // send frames back out of the port they came in on, as an 802.1Qbg switch
-// does for VEPA. Only chc has such a switch (its stub); elsewhere a NIC is
-// cabled to another host or the router, which route rather than switch.
+// does for VEPA. chc's stub becomes such a switch, and switch:N's switch
+// turns hairpin on at every port; elsewhere a NIC is cabled to another
+// host or the router, which route rather than switch.
 //
 // Equivalent to: ip -n W link add sw0 type bridge; ip -n W link set nic0
 // master sw0; ip -n W link set nic0 type bridge_slave hairpin on
@@ -162,6 +163,9 @@ func (t *Topology) EnableReflectiveRelay() error {
 		return fmt.Errorf("netlink handle in %q: %w", t.stub.Name, err)
 	}
 	defer h.Close()
+	if n := SwitchHosts(t.Kind); n > 0 {
+		return hairpinPorts(h, t.stub, n)
+	}
 	if _, err := h.LinkByName("sw0"); err == nil {
 		return nil
 	}

@@ -5,10 +5,10 @@ import "cnbench/internal/model"
 // Where a case's endpoints sit. On one host (chc, and VM topologies whose
 // endpoints share a guest) they all share it. Between two hosts, servers
 // sit on the first and clients on the second, as a client and a server
-// machine. On a switch, and for the all-to-all pattern, they spread:
-// server i on host i mod H, and each client on a host other than its
-// server's, turning through the others, so that every host sends to
-// every other. All-to-all takes its endpoints as both: client j of
+// machine. On a switch or a leaf-spine, and for the all-to-all pattern,
+// they spread: server i on host i mod H, and each client on a host other
+// than its server's, turning through the others, so that every host
+// sends to every other. All-to-all takes its endpoints as both: client j of
 // server b comes from endpoint (b + 1 + j div K) mod K, on that
 // endpoint's host, so each of the K endpoints sends to the K-1 others.
 
@@ -18,7 +18,7 @@ func spreads(kind, pattern string) bool {
 	if SharesHost(kind) || IsVM(kind) {
 		return false
 	}
-	return SwitchHosts(kind) > 0 || pattern == model.PatternAllToAll
+	return ManyHosts(kind) > 0 || pattern == model.PatternAllToAll
 }
 
 // serverSpot is the 0-based host of server i among hosts.
@@ -56,7 +56,7 @@ func (t *Topology) ClientHost(j, servers int, pattern string) *Host {
 
 // hostCount is how many hosts a topology of kind places endpoints on.
 func hostCount(kind string) int {
-	if n := SwitchHosts(kind); n > 0 {
+	if n := ManyHosts(kind); n > 0 {
 		return n
 	}
 	if SharesHost(kind) {

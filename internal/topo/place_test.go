@@ -54,6 +54,7 @@ func TestAllToAllSendsFromEveryHostToEveryOther(t *testing.T) {
 		{CHC, fanIn, 10},
 		{CHHC, fanIn, 9},
 		{Switch(4), fanIn, 3},
+		{LeafSpine(4), fanIn, 3},
 		{CHHC, model.Params{Pattern: model.PatternAllToAll, Clients: 4}, 8}, // 2 endpoints on each, as servers and as 3 clients each
 		{Switch(2), model.Params{Pattern: model.PatternNToM, Servers: 4, Clients: 8}, 6},
 	} {
@@ -61,7 +62,7 @@ func TestAllToAllSendsFromEveryHostToEveryOther(t *testing.T) {
 			t.Errorf("%s, %+v: busiest host holds %d, want %d", tc.kind, tc.p, got, tc.want)
 		}
 	}
-	for _, bad := range []string{"switch:1", "switch:65", "switch:x", "switch:04", "switch"} {
+	for _, bad := range []string{"switch:1", "switch:65", "switch:x", "switch:04", "switch", "leafspine:1", "leafspine:65", "leafspine:"} {
 		if CheckKind(bad) == nil {
 			t.Errorf("%s accepted", bad)
 		}

@@ -8,32 +8,54 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/netns"
 )
 
-// switchPrefix names the topologies of N hosts on one switch: "switch:N".
-const switchPrefix = "switch:"
+// The topologies of N hosts: "switch:N", all on one switch, and
+// "leafspine:N", spread over leaf routers joined by a spine router.
+const (
+	switchPrefix    = "switch:"
+	leafSpinePrefix = "leafspine:"
+)
 
-// SwitchWord is how a scenario's vocabulary lists the switch topologies.
-const SwitchWord = switchPrefix + "*"
-
-// SwitchName is how help and doctor name the switch topologies.
-const SwitchName = switchPrefix + "N"
-
-// Shown are the topologies as help and doctor list them, with the name
-// each is checked by: switch:N by switch:2.
-func Shown() (names, checked []string) {
-	names = append(slices.Clone(Kinds), SwitchName)
-	checked = append(slices.Clone(Kinds), Switch(2))
-	return names, checked
-}
+// ManyHostWords are how a scenario's vocabulary lists them.
+var ManyHostWords = []string{switchPrefix + "*", leafSpinePrefix + "*"}
 
 // Switch is the topology of n hosts on one switch.
 func Switch(n int) string { return switchPrefix + strconv.Itoa(n) }
 
+// LeafSpine is the topology of n hosts on leaf routers under a spine.
+func LeafSpine(n int) string { return leafSpinePrefix + strconv.Itoa(n) }
+
+// Shown are the topologies as help and doctor list them, with the name
+// each is checked by: switch:N by switch:2, leafspine:N by leafspine:2.
+func Shown() (names, checked []string) {
+	names = append(slices.Clone(Kinds), switchPrefix+"N", leafSpinePrefix+"N")
+	checked = append(slices.Clone(Kinds), Switch(2), LeafSpine(2))
+	return names, checked
+}
+
 // SwitchHosts is how many hosts a switch topology joins; 0 when kind is
 // not one (or its count is not a number).
-func SwitchHosts(kind string) int {
-	s, ok := strings.CutPrefix(kind, switchPrefix)
+func SwitchHosts(kind string) int { return countAfter(kind, switchPrefix) }
+
+// LeafSpineHosts is how many hosts a leaf-spine topology holds; 0 when
+// kind is not one.
+func LeafSpineHosts(kind string) int { return countAfter(kind, leafSpinePrefix) }
+
+// ManyHosts is how many hosts a switch or leaf-spine topology holds; 0
+// for the others.
+func ManyHosts(kind string) int { return max(SwitchHosts(kind), LeafSpineHosts(kind)) }
+
+// RoutesSegments reports whether a topology gives each host a segment of
+// its own, routed to the others' (routed, leafspine:N): endpoints on the
+// wire then number within the host's /24 and reach other hosts' through
+// their gateway.
+func RoutesSegments(kind string) bool { return kind == Routed || LeafSpineHosts(kind) > 0 }
+
+func countAfter(kind, prefix string) int {
+	s, ok := strings.CutPrefix(kind, prefix)
 	if !ok {
 		return 0
 	}
@@ -47,16 +69,16 @@ func SwitchHosts(kind string) int {
 // CheckKind reports whether kind names a topology cnbench builds, with
 // the reason when not.
 func CheckKind(kind string) error {
-	if strings.HasPrefix(kind, switchPrefix) {
-		if n := SwitchHosts(kind); n < 2 || n > MaxHosts {
-			return fmt.Errorf("topology %q: a switch joins 2 to %d hosts, as switch:N", kind, MaxHosts)
-		}
-		return nil
-	}
-	for _, k := range Kinds {
-		if k == kind {
+	for _, prefix := range []string{switchPrefix, leafSpinePrefix} {
+		if strings.HasPrefix(kind, prefix) {
+			if n := countAfter(kind, prefix); n < 2 || n > MaxHosts {
+				return fmt.Errorf("topology %q: %sN holds 2 to %d hosts", kind, prefix, MaxHosts)
+			}
 			return nil
 		}
+	}
+	if slices.Contains(Kinds, kind) {
+		return nil
 	}
 	return fmt.Errorf("unknown topology %q", kind)
 }
@@ -115,4 +137,21 @@ func (t *Topology) buildSwitch(n int) error {
 		}
 	}
 	return t.RouteEndpoints(EndpointSubnets)
+}
+
+// hairpinPorts lets the switch send frames back out of the port they came
+// in on, at each of its n ports, for VEPA.
+//
+// Equivalent to: ip -n SW link set pI type bridge_slave hairpin on
+func hairpinPorts(h *netlink.Handle, sw *netns.NS, n int) error {
+	for i := 1; i <= n; i++ {
+		port, err := h.LinkByName(portName(i))
+		if err != nil {
+			return fmt.Errorf("find %s in %q: %w", portName(i), sw.Name, err)
+		}
+		if err := h.LinkSetHairpin(port, true); err != nil {
+			return fmt.Errorf("hairpin on %s in %q: %w", portName(i), sw.Name, err)
+		}
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ func Lookup(name string) (mode.Descriptor, bool) {
 			return cniAvailable(conf)
 		},
 		Supports: func(topology string) error {
-			if loadErr == nil && topology == topo.Routed && conf.OnWire() {
+			if loadErr == nil && topo.RoutesSegments(topology) && conf.OnWire() {
 				return mode.NotApplicable("%s puts endpoints on one flat segment with %s, and %s splits the wire into routed segments", name, strings.Join(conf.Plugins(), " + "), topology)
 			}
 			return nil
