@@ -113,6 +113,7 @@ func (t *Topology) buildRouted() error {
 		if err := t.wire(rh, rns, port, h.NS, NICName); err != nil {
 			return err
 		}
+		t.cabledTo(i, rns, rh, port)
 		if err := t.configureNIC(t.RouterHost, port, netip.PrefixFrom(SegmentRouterAddr(i), SegmentPrefix(i).Bits())); err != nil {
 			return err
 		}

@@ -93,6 +93,7 @@ func (t *Topology) buildLeafSpine(n int) error {
 		if err := t.wire(leaf.Handle, leaf.NS, port, h.NS, NICName); err != nil {
 			return err
 		}
+		t.cabledTo(i, leaf.NS, leaf.Handle, port)
 		if err := t.configureNIC(leaf, port, netip.PrefixFrom(SegmentRouterAddr(i), SegmentPrefix(i).Bits())); err != nil {
 			return err
 		}

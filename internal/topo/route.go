@@ -1,6 +1,14 @@
 package topo
 
-import "net/netip"
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/netns"
+)
 
 // RouteEndpoints routes every machine's endpoint subnets, as subnets names
 // them for each host index, from each host this topology holds: straight
@@ -66,3 +74,45 @@ func (t *Topology) LastIndex() int {
 
 // peerIndex is the index of the host whose NIC address is HostAddr(index).
 func peerIndex(addr netip.Addr) int { return int(addr.As4()[3]) }
+
+// routerPort is the router's side of a host's cable: the port name in the
+// router's namespace.
+type routerPort struct {
+	handle *netlink.Handle
+	ns     *netns.NS
+	name   string
+}
+
+// cabledTo records that host i's NIC is cabled to port name of the router
+// whose namespace and handle are given.
+func (t *Topology) cabledTo(i int, ns *netns.NS, h *netlink.Handle, name string) {
+	if t.routerPorts == nil {
+		t.routerPorts = map[int]routerPort{}
+	}
+	t.routerPorts[i] = routerPort{handle: h, ns: ns, name: name}
+}
+
+// PinAtRouter makes an endpoint on host h's routed segment, at addr with
+// mac, known for good to the router at the other end of h's cable, and
+// returns the MAC of that router's port for the endpoint's own entry; nil
+// where h's NIC is not cabled to a router. A router resolving a thousand
+// endpoints and each of them the router would overflow the kernel's one
+// ARP table (see mode.Acquainter); permanent entries do not count.
+//
+// Equivalent to: ip -n ROUTER neigh replace ADDR lladdr MAC dev nicI nud permanent
+func (t *Topology) PinAtRouter(h *Host, addr netip.Addr, mac net.HardwareAddr) (net.HardwareAddr, error) {
+	p, ok := t.routerPorts[h.Index]
+	if !ok {
+		return nil, nil
+	}
+	port, err := p.handle.LinkByName(p.name)
+	if err != nil {
+		return nil, fmt.Errorf("find %s in %q: %w", p.name, p.ns.Name, err)
+	}
+	entry := &netlink.Neigh{LinkIndex: port.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: net.IP(addr.AsSlice()), HardwareAddr: mac}
+	if err := p.handle.NeighSet(entry); err != nil {
+		return nil, fmt.Errorf("neighbour %s on %s in %q: %w", addr, p.name, p.ns.Name, err)
+	}
+	return port.Attrs().HardwareAddr, nil
+}

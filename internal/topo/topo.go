@@ -93,6 +93,9 @@ type Topology struct {
 
 	mu         sync.Mutex
 	stub       *netns.NS // the far end of chc's NIC
+	// routerPorts are the router's side of each routed host's cable, by
+	// host index (routed, leafspine:N).
+	routerPorts map[int]routerPort
 	namespaces []*netns.NS
 	handles    []*netlink.Handle
 	closers    []func() error

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -140,6 +141,9 @@ func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, limit 
 	if err := configureEndpoint(ep, netip.PrefixFrom(addr, h.Segment.Bits()), h.Router); err != nil {
 		return nil, err
 	}
+	if err := pinRouter(t, h, ep, addr); err != nil {
+		return nil, err
+	}
 	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
 }
 
@@ -172,4 +176,29 @@ func subInterface(t *topo.Topology, h *topo.Host, name string, newLink func(netl
 		return endpointNS{}, fmt.Errorf("create %s on %s in %q into %q: %w", link.Type(), topo.NICName, h.NS.Name, ep.ns.Name, err)
 	}
 	return ep, nil
+}
+
+// pinRouter makes a wire endpoint on a routed segment and the router
+// there, its gateway, known to each other for good (topo.PinAtRouter).
+//
+// Equivalent to: (PinAtRouter); ip -n EP neigh replace ROUTER lladdr
+// MAC(ROUTER'S PORT) dev eth0 nud permanent
+func pinRouter(t *topo.Topology, h *topo.Host, ep endpointNS, addr netip.Addr) error {
+	if !h.Router.IsValid() {
+		return nil
+	}
+	eth, err := ep.handle.LinkByName(endpointIfName)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
+	}
+	routerMAC, err := t.PinAtRouter(h, addr, eth.Attrs().HardwareAddr)
+	if err != nil || routerMAC == nil {
+		return err
+	}
+	toRouter := &netlink.Neigh{LinkIndex: eth.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: net.IP(h.Router.AsSlice()), HardwareAddr: routerMAC}
+	if err := ep.handle.NeighSet(toRouter); err != nil {
+		return fmt.Errorf("neighbour %s in %q: %w", h.Router, ep.ns.Name, err)
+	}
+	return nil
 }
