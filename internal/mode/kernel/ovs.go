@@ -144,6 +144,14 @@ func (m *ovsMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	return Direct(ep, port)
 }
 
+var _ mode.Acquainter = (*ovsMode)(nil)
+
+// Acquaint pins a client and its server where they share a subnet behind
+// one host, as bridge does.
+func (m *ovsMode) Acquaint(client, server *topo.Endpoint) error {
+	return acquaintBehindHost(client, server)
+}
+
 // ovsSwitch is one host's pair of OVS daemons.
 type ovsSwitch struct {
 	host  *topo.Host
