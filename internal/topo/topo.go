@@ -91,14 +91,14 @@ type Topology struct {
 	// serverHost and clientHost override HostFor in VM topologies.
 	serverHost, clientHost *Host
 
-	mu         sync.Mutex
-	stub       *netns.NS // the far end of chc's NIC
+	mu   sync.Mutex
+	stub *netns.NS // the far end of chc's NIC
 	// routerPorts are the router's side of each routed host's cable, by
 	// host index (routed, leafspine:N).
 	routerPorts map[int]routerPort
-	namespaces []*netns.NS
-	handles    []*netlink.Handle
-	closers    []func() error
+	namespaces  []*netns.NS
+	handles     []*netlink.Handle
+	closers     []func() error
 }
 
 // HostFor returns the host a server or a client endpoint sits on: in chc
