@@ -102,7 +102,11 @@ func (p *parser) patternKnobs(f map[string]field, w *Workload) {
 		}
 	}
 	if fd, ok := present(f, "clients"); ok {
-		w.Clients = p.ints(fd, "a number of client endpoints", 1, maxEndpoints)
+		if w.Pattern == PatternAllToAll {
+			w.Clients = p.ints(fd, "a number of endpoints of all_to_all, each a client of every other", 2, maxEndpoints)
+		} else {
+			w.Clients = p.ints(fd, "a number of client endpoints", 1, maxEndpoints)
+		}
 	}
 	if fd, ok := present(f, "servers"); ok {
 		if w.Pattern != PatternNToM {
