@@ -89,20 +89,24 @@ func richRun(t *testing.T) *model.RunResult {
 
 // spreadOverFlows gives stream samples the figures of flows that shared
 // the throughput unevenly: the slowest flow got half a fair share, the
-// fastest one and a half.
+// 10th percentile three quarters, the 90th five quarters and the fastest
+// one and a half.
 func spreadOverFlows(samples []model.Sample, flows int) {
 	for _, s := range samples {
 		fair := s.Values[model.ThroughputBPS] / float64(flows)
 		s.Values[model.FlowThroughputMinBPS] = fair / 2
+		s.Values[model.FlowThroughputP10BPS] = fair * 3 / 4
 		s.Values[model.FlowThroughputMedianBPS] = fair
+		s.Values[model.FlowThroughputP90BPS] = fair * 5 / 4
 		s.Values[model.FlowThroughputMaxBPS] = fair * 3 / 2
 		s.Values[model.FlowFairnessJain] = 0.9
 	}
 }
 
 // TestFlowSpreadChartPlotsTheFlowFigures reads back what the flowspread
-// chart plots: each mode's slowest, median and fastest flow, the means
-// of the samples' figures in Gbit/s.
+// chart plots: each mode's slowest, 10th percentile, median, 90th
+// percentile and fastest flow, the means of the samples' figures in
+// Gbit/s.
 func TestFlowSpreadChartPlotsTheFlowFigures(t *testing.T) {
 	rep := Build(richRun(t))
 	charts, err := Charts(rep, "flowspread")
@@ -116,8 +120,8 @@ func TestFlowSpreadChartPlotsTheFlowFigures(t *testing.T) {
 		if ch.YLabel != "throughput of one flow (Gbit/s)" {
 			t.Errorf("%s: value axis %q", ch.ID, ch.YLabel)
 		}
-		if len(ch.Values) != 3*len(chartModes) {
-			t.Errorf("%s: %d values, want %d", ch.ID, len(ch.Values), 3*len(chartModes))
+		if len(ch.Values) != 5*len(chartModes) {
+			t.Errorf("%s: %d values, want %d", ch.ID, len(ch.Values), 5*len(chartModes))
 		}
 		for _, v := range ch.Values {
 			i := slices.IndexFunc(rep.Cases, func(c CaseReport) bool {
@@ -126,7 +130,7 @@ func TestFlowSpreadChartPlotsTheFlowFigures(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("%s: no case of %s for %q", ch.ID, v.Series, ch.Title)
 			}
-			metric := flowSpreadMetrics[slices.Index([]string{"slowest", "median", "fastest"}, v.Group)]
+			metric := flowSpreadMetrics[slices.Index([]string{"slowest", "p10", "median", "p90", "fastest"}, v.Group)]
 			if want := rep.Cases[i].Metrics[metric].Mean / 1e9; math.Abs(v.Y-want) > 1e-9*want {
 				t.Errorf("%s: %s %s plotted %.6g, the case's %s is %.6g Gbit/s", ch.ID, v.Series, v.Group, v.Y, metric, want)
 			}
