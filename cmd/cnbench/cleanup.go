@@ -44,6 +44,9 @@ left alone, and nothing without cnbench's "cnb-" prefix is ever touched.`,
 			for _, t := range removed.Tokens {
 				fmt.Fprintln(out, "released run token", t)
 			}
+			for _, k := range removed.Kept {
+				fmt.Fprintln(out, "left alone:", k)
+			}
 			if removed.Empty() && len(recordings) == 0 {
 				fmt.Fprintln(out, "nothing to clean up")
 			}

@@ -74,14 +74,17 @@ func readOwner(tok netns.Token) (Owner, error) {
 	return o, nil
 }
 
-// Alive reports whether the owner process still runs.
+// Alive reports whether the owner process still runs. A process that has
+// exited and waits for its parent to reap it (a zombie) has let go of its
+// namespaces and does not.
 func (o Owner) Alive() bool {
 	tick, err := startTick(o.PID)
 	return err == nil && tick == o.StartTick
 }
 
 // startTick reads a process's start time, in clock ticks since boot, from
-// field 22 of /proc/PID/stat.
+// field 22 of /proc/PID/stat; a process that has exited (state Z or X)
+// has none.
 func startTick(pid int) (uint64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -96,6 +99,9 @@ func startTick(pid int) (uint64, error) {
 	fields := strings.Fields(s[i+1:])
 	if len(fields) < 20 {
 		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	if fields[0] == "Z" || fields[0] == "X" {
+		return 0, fmt.Errorf("process %d has exited", pid)
 	}
 	return strconv.ParseUint(fields[19], 10, 64)
 }

@@ -15,12 +15,15 @@ import (
 	"cnbench/internal/netns"
 )
 
-// Removed is what a sweep took away.
+// Removed is what a sweep took away, and the runs whose objects it left
+// alone because their process still runs (Kept: "run TOKEN (process PID):
+// N namespaces").
 type Removed struct {
 	Processes  []string
 	Namespaces []string
 	Cgroups    []string
 	Tokens     []string
+	Kept       []string
 }
 
 // Empty reports whether nothing was removed.
@@ -44,6 +47,7 @@ func Sweep() (Removed, error) {
 		}
 	}
 	errs = append(errs, l.remove(dead, &r)...)
+	r.Kept = l.kept(dead)
 	sort.Strings(r.Processes)
 	sort.Strings(r.Tokens)
 	return r, errors.Join(errs...)
@@ -169,6 +173,27 @@ func (l leftovers) remove(dead map[netns.Token]bool, r *Removed) []error {
 		}
 	}
 	return errs
+}
+
+// kept says, for each live run with namespaces, who owns them and how
+// many there are.
+func (l leftovers) kept(dead map[netns.Token]bool) []string {
+	count := map[netns.Token]int{}
+	for _, n := range l.namespaces {
+		if tok := netns.TokenOf(n); tok.Valid() && !dead[tok] {
+			count[tok]++
+		}
+	}
+	var out []string
+	for tok, n := range count {
+		owner := "its owner"
+		if o, err := readOwner(tok); err == nil {
+			owner = fmt.Sprintf("process %d", o.PID)
+		}
+		out = append(out, fmt.Sprintf("run %s (%s still runs): %d namespaces", tok, owner, n))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // removeCgroup removes a dead run's cgroup. A process killed a moment ago
