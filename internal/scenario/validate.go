@@ -115,7 +115,12 @@ func checkWord(kind, name string, valid []string) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("unknown %s %q; valid %s: %s", kind, name, plural(kind), quoteList(valid))
+	msg := fmt.Sprintf("unknown %s %q; valid %s: %s", kind, name, plural(kind), quoteList(valid))
+	if kind == "topology" {
+		// A topology named with a number (switch:*) lists as switch:N.
+		msg = strings.ReplaceAll(msg, ":*", ":N")
+	}
+	return msg
 }
 
 // duplicateMessage says which earlier entry a value repeats.
