@@ -293,8 +293,13 @@ func TestConcurrentRunsAndCleanup(t *testing.T) {
 		t.Fatalf("cleanup during the runs: %v\n%s", err, out)
 	}
 	for _, r := range runs {
-		if strings.Contains(string(out), string(r.token)) {
-			t.Errorf("cleanup touched live run %d (token %s):\n%s", r.id, r.token, out)
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, string(r.token)) && !strings.HasPrefix(line, "left alone: run "+string(r.token)+" ") {
+				t.Errorf("cleanup touched live run %d (token %s):\n%s", r.id, r.token, out)
+			}
+		}
+		if !strings.Contains(string(out), "left alone: run "+string(r.token)+" ") {
+			t.Errorf("cleanup did not say it left live run %d (token %s) alone:\n%s", r.id, r.token, out)
 		}
 		left, _ := netns.List()
 		var mine int

@@ -223,7 +223,10 @@ func TestAgentCleansUpAfterItsController(t *testing.T) {
 // whatever else runs, and the agents' hosts sit on macvlans over a
 // bridged switch rather than a bare veth: the runs alternate, each side
 // keeps its best sample (a burst of other work only ever lowers a
-// sample), and "the same" is within a factor of two.
+// sample), and "the same" is within a factor of two. The suite's other
+// packages measure at the same time: round trips read 3.35 times apart
+// in two rounds when they did, so the runs go on, up to four rounds,
+// while any comparison is outside the factor.
 func TestCHHCThroughAgentsMeasuresAsLocal(t *testing.T) {
 	l := newLab(t, "m1", "m2", "ctl")
 	agents := []*process{l.startAgent("m1", 5*time.Second), l.startAgent("m2", 5*time.Second)}
@@ -235,10 +238,20 @@ func TestCHHCThroughAgentsMeasuresAsLocal(t *testing.T) {
 		}
 	})
 	body := "modes: [host, bridge]\ntopologies: [chhc]\nworkloads: [tcp_stream, tcp_rr]\nduration: 1s\nwarmup: 500ms\nsamples: 2\n"
-	const rounds = 2
+	const minRounds, maxRounds = 2, 4
 	best := map[bool]map[string]float64{false: {}, true: {}}
 	var keys []string
-	for round := 0; round < rounds; round++ {
+	apart := func() bool {
+		for _, key := range keys {
+			if r := best[true][key] / best[false][key]; !(r > 0.5 && r < 2) {
+				return true
+			}
+		}
+		return false
+	}
+	rounds := 0
+	for ; rounds < maxRounds && (rounds < minRounds || apart()); rounds++ {
+		round := rounds
 		for _, onAgents := range []bool{false, true} {
 			res := l.run(t, l.scenario(t, "same", body, onAgents))
 			if len(res.Cases) != 4 {
