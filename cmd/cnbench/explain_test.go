@@ -95,8 +95,13 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 		}
 		b := c.Explanation.Breakdown
 		t.Logf("%s: %.4g CPU-s per %s, stacks cover %.1f%%, other %.1f%%: %v", mode, b.TotalPerUnitS, b.Unit, b.StacksCoverPct, b.OtherPct, b.PerUnitS)
-		if unit := map[bool]string{true: "tx", false: "GB"}[strings.HasSuffix(mode, " rr")]; b.Unit != unit || b.Samples != 2 {
-			t.Errorf("%s: unit %q over %d samples; want %s over 2", mode, b.Unit, b.Samples, unit)
+		// A sample whose recording failed (perf under the suite's other
+		// packages) is left out with its note, and says so.
+		unit := map[bool]string{true: "tx", false: "GB"}[strings.HasSuffix(mode, " rr")]
+		if b.Unit != unit || !(b.Samples == 2 || b.Samples == 1 && len(b.Notes) > 0) {
+			t.Errorf("%s: unit %q over %d samples (notes %q); want %s over 2, or 1 and the other's note", mode, b.Unit, b.Samples, b.Notes, unit)
+		} else if b.Samples == 1 {
+			t.Logf("%s: one sample left out: %q", mode, b.Notes)
 		}
 		// The stacks may miss periods (interrupts off, late timers) but
 		// never see more busy time than the kernel counted.
