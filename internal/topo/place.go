@@ -1,6 +1,10 @@
 package topo
 
-import "cnbench/internal/model"
+import (
+	"slices"
+
+	"cnbench/internal/model"
+)
 
 // Where a case's endpoints sit. On one host (chc, and VM topologies whose
 // endpoints share a guest) they all share it. Between two hosts, servers
@@ -84,13 +88,5 @@ func BusiestHost(kind string, p model.Params) int {
 	for j := range clients {
 		on[clientSpot(hosts, servers, j, p.Pattern)]++
 	}
-	return slicesMax(on)
-}
-
-func slicesMax(xs []int) int {
-	m := 0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
+	return slices.Max(on)
 }

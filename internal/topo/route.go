@@ -109,10 +109,22 @@ func (t *Topology) PinAtRouter(h *Host, addr netip.Addr, mac net.HardwareAddr) (
 	if err != nil {
 		return nil, fmt.Errorf("find %s in %q: %w", p.name, p.ns.Name, err)
 	}
-	entry := &netlink.Neigh{LinkIndex: port.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(addr.AsSlice()), HardwareAddr: mac}
-	if err := p.handle.NeighSet(entry); err != nil {
-		return nil, fmt.Errorf("neighbour %s on %s in %q: %w", addr, p.name, p.ns.Name, err)
+	if err := PinNeighbour(p.handle, p.ns.Name, port, addr, mac); err != nil {
+		return nil, err
 	}
 	return port.Attrs().HardwareAddr, nil
+}
+
+// PinNeighbour enters ip at mac on link, through handle h in the
+// namespace named ns, for good: a permanent entry, which the kernel's
+// bound on its one ARP table (gc_thresh3) does not count.
+//
+// Equivalent to: ip -n NS neigh replace IP lladdr MAC dev LINK nud permanent
+func PinNeighbour(h *netlink.Handle, ns string, link netlink.Link, ip netip.Addr, mac net.HardwareAddr) error {
+	entry := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		IP: net.IP(ip.AsSlice()), HardwareAddr: mac}
+	if err := h.NeighSet(entry); err != nil {
+		return fmt.Errorf("neighbour %s on %s in %q: %w", ip, link.Attrs().Name, ns, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -185,10 +186,18 @@ func portKnows(h *topo.Host, hostSide netlink.Link, ep endpointNS) error {
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
-	entry := &netlink.Neigh{LinkIndex: hostSide.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
-		State: netlink.NUD_NOARP, HardwareAddr: eth.Attrs().HardwareAddr}
+	return bridgeEntry(h, hostSide, eth.Attrs().HardwareAddr)
+}
+
+// bridgeEntry tells host h's bridge that mac is behind its port link, for
+// good.
+//
+// Equivalent to: bridge -n HOST fdb replace MAC dev LINK master static
+func bridgeEntry(h *topo.Host, link netlink.Link, mac net.HardwareAddr) error {
+	entry := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
+		State: netlink.NUD_NOARP, HardwareAddr: mac}
 	if err := h.Handle.NeighSet(entry); err != nil {
-		return fmt.Errorf("bridge entry for %s on %s in %q: %w", eth.Attrs().HardwareAddr, hostSide.Attrs().Name, h.NS.Name, err)
+		return fmt.Errorf("bridge entry for %s on %s in %q: %w", mac, link.Attrs().Name, h.NS.Name, err)
 	}
 	return nil
 }

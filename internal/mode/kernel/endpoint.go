@@ -114,17 +114,10 @@ func pinNeighbours(h *topo.Host, hostLink netlink.Link, ep endpointNS, addr, gw 
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
-	toGateway := &netlink.Neigh{LinkIndex: eth.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(gw.AsSlice()), HardwareAddr: hostLink.Attrs().HardwareAddr}
-	if err := ep.handle.NeighSet(toGateway); err != nil {
-		return fmt.Errorf("neighbour %s in %q: %w", gw, ep.ns.Name, err)
+	if err := topo.PinNeighbour(ep.handle, ep.ns.Name, eth, gw, hostLink.Attrs().HardwareAddr); err != nil {
+		return err
 	}
-	toEndpoint := &netlink.Neigh{LinkIndex: hostLink.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(addr.AsSlice()), HardwareAddr: eth.Attrs().HardwareAddr}
-	if err := h.Handle.NeighSet(toEndpoint); err != nil {
-		return fmt.Errorf("neighbour %s on %s in %q: %w", addr, hostLink.Attrs().Name, h.NS.Name, err)
-	}
-	return nil
+	return topo.PinNeighbour(h.Handle, h.NS.Name, hostLink, addr, eth.Attrs().HardwareAddr)
 }
 
 // routeAllOnLink sends everything from the endpoint straight out of eth0,
@@ -195,18 +188,8 @@ func pinEachOther(a, b *topo.Endpoint) error {
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, b.NS.Name, err)
 	}
-	for _, p := range []struct {
-		h    *netlink.Handle
-		in   *topo.Endpoint
-		link netlink.Link
-		peer *topo.Endpoint
-		mac  net.HardwareAddr
-	}{{ha, a, ethA, b, ethB.Attrs().HardwareAddr}, {hb, b, ethB, a, ethA.Attrs().HardwareAddr}} {
-		n := &netlink.Neigh{LinkIndex: p.link.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-			IP: net.IP(p.peer.Addr.AsSlice()), HardwareAddr: p.mac}
-		if err := p.h.NeighSet(n); err != nil {
-			return fmt.Errorf("neighbour %s in %q: %w", p.peer.Addr, p.in.NS.Name, err)
-		}
+	if err := topo.PinNeighbour(ha, a.NS.Name, ethA, b.Addr, ethB.Attrs().HardwareAddr); err != nil {
+		return err
 	}
-	return nil
+	return topo.PinNeighbour(hb, b.NS.Name, ethB, a.Addr, ethA.Attrs().HardwareAddr)
 }

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -198,10 +197,5 @@ func pinRouter(t *topo.Topology, h *topo.Host, ep endpointNS, addr netip.Addr) e
 	if err != nil || routerMAC == nil {
 		return err
 	}
-	toRouter := &netlink.Neigh{LinkIndex: eth.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(h.Router.AsSlice()), HardwareAddr: routerMAC}
-	if err := ep.handle.NeighSet(toRouter); err != nil {
-		return fmt.Errorf("neighbour %s in %q: %w", h.Router, ep.ns.Name, err)
-	}
-	return nil
+	return topo.PinNeighbour(ep.handle, ep.ns.Name, eth, h.Router, routerMAC)
 }

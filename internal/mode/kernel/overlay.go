@@ -132,30 +132,24 @@ func (m *overlayMode) announce(h *topo.Host, hostSide netlink.Link, ep endpointN
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
 	mac := eth.Attrs().HardwareAddr
-	port := &netlink.Neigh{LinkIndex: hostSide.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
-		State: netlink.NUD_NOARP, HardwareAddr: mac}
-	if err := h.Handle.NeighSet(port); err != nil {
-		return fmt.Errorf("bridge entry for %s on %s in %q: %w", mac, hostSide.Attrs().Name, h.NS.Name, err)
+	if err := bridgeEntry(h, hostSide, mac); err != nil {
+		return err
 	}
 	for _, other := range m.t.Hosts {
 		if other == h {
 			continue
 		}
 		vx := m.vteps[other.Index]
-		toVTEP := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_MASTER,
-			State: netlink.NUD_NOARP, HardwareAddr: mac}
-		if err := other.Handle.NeighSet(toVTEP); err != nil {
-			return fmt.Errorf("bridge entry for %s on %s in %q: %w", mac, vxlanName, other.NS.Name, err)
+		if err := bridgeEntry(other, vx, mac); err != nil {
+			return err
 		}
 		fdb := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
 			State: netlink.NUD_NOARP | netlink.NUD_PERMANENT, HardwareAddr: mac, IP: net.IP(h.Addr.AsSlice())}
 		if err := other.Handle.NeighAppend(fdb); err != nil {
 			return fmt.Errorf("forwarding entry for %s on %s in %q: %w", mac, vxlanName, other.NS.Name, err)
 		}
-		neigh := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-			IP: net.IP(addr.AsSlice()), HardwareAddr: mac}
-		if err := other.Handle.NeighSet(neigh); err != nil {
-			return fmt.Errorf("neighbour %s on %s in %q: %w", addr, vxlanName, other.NS.Name, err)
+		if err := topo.PinNeighbour(other.Handle, other.NS.Name, vx, addr, mac); err != nil {
+			return err
 		}
 	}
 	return nil
