@@ -100,43 +100,33 @@ type axis struct {
 }
 
 func axes(s settings) []axis {
-	ms := func(d time.Duration) int64 { return d.Milliseconds() }
 	return []axis{
 		{"endpoints", "endpoints on one host", s.endpoints, func(n int) string {
-			return fmt.Sprintf(`name: scale-endpoints
-duration: %dms
-warmup: 500ms
-samples: 1
-modes: [bridge]
-topologies: [chc]
-workloads:
-  - {type: tcp_stream, pattern: fan_in, clients: %d}
-`, ms(s.duration), n-1)
+			return pointDoc("endpoints", s.duration, "bridge", "chc", fmt.Sprintf("pattern: fan_in, clients: %d", n-1))
 		}},
 		{"flows", "flows in all", s.flows, func(f int) string {
 			perClient := min(f, s.perClient)
-			return fmt.Sprintf(`name: scale-flows
-duration: %dms
-warmup: 500ms
-samples: 1
-modes: [bridge]
-topologies: [chc]
-workloads:
-  - {type: tcp_stream, pattern: containers_x_flows, clients: %d, flows: %d}
-`, ms(s.flowDuration), (f+perClient-1)/perClient, perClient)
+			return pointDoc("flows", s.flowDuration, "bridge", "chc",
+				fmt.Sprintf("pattern: containers_x_flows, clients: %d, flows: %d", (f+perClient-1)/perClient, perClient))
 		}},
 		{"hosts", "hosts on one switch", s.hosts, func(h int) string {
-			return fmt.Sprintf(`name: scale-hosts
+			return pointDoc("hosts", s.duration, "overlay", fmt.Sprintf("switch:%d", h), fmt.Sprintf("clients: %d", h))
+		}},
+	}
+}
+
+// pointDoc is the scenario of one point: one sample of a tcp_stream with
+// the given pattern keys, in one mode and topology.
+func pointDoc(axis string, sample time.Duration, mode, topology, pattern string) string {
+	return fmt.Sprintf(`name: scale-%s
 duration: %dms
 warmup: 500ms
 samples: 1
-modes: [overlay]
-topologies: [switch:%d]
+modes: [%s]
+topologies: [%s]
 workloads:
-  - {type: tcp_stream, clients: %d}
-`, ms(s.duration), h, h)
-		}},
-	}
+  - {type: tcp_stream, %s}
+`, axis, sample.Milliseconds(), mode, topology, pattern)
 }
 
 func run(s settings) error {
