@@ -187,8 +187,9 @@ func (r *Runner) preparePath(ctx context.Context, turns []*turn) *site.Path {
 	}
 	began := time.Now()
 	path, err := r.buildPath(ctx, lead, plan, engines)
+	took := sinceMS(began)
 	for _, t := range turns {
-		t.c.Outcome.BuildMS = sinceMS(began)
+		t.c.Outcome.BuildMS = took
 	}
 	if err != nil {
 		for _, t := range turns {
