@@ -515,7 +515,7 @@ func lineSender(w http.ResponseWriter) (send func([]byte) error, finish func()) 
 func vetEngineLine(line []byte, ep *endpoint) []byte {
 	req, err := engine.DecodeRequest(line)
 	if err == nil {
-		var el engineLine
+		el := engineLine{netns: req.Netns}
 		switch req.Op {
 		case engine.OpListen:
 			el.listenAddr, _ = netip.ParseAddr(req.Addr)

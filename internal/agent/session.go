@@ -420,6 +420,8 @@ func (s *session) close(a *Server) error {
 // sends a byte outside cnbench's namespaces.
 func checkEngineLine(req engineLine, ep *topo.Endpoint, peers []netip.Addr) error {
 	switch {
+	case req.netns != "":
+		return refused("sockets in namespace %s: an agent's engine serves its own endpoint only", req.netns)
 	case req.listenAddr.IsValid():
 		if req.listenAddr != ep.Addr && !req.listenAddr.IsUnspecified() {
 			return refused("listen on %s: the endpoint's address is %s", req.listenAddr, ep.Addr)
@@ -485,4 +487,7 @@ func processCPU(pid int) (cpu.Usage, error) {
 type engineLine struct {
 	listenAddr netip.Addr
 	target     netip.AddrPort
+	// netns names a namespace for the engine's sockets; an agent's
+	// engines serve their own endpoint only.
+	netns string
 }

@@ -171,7 +171,13 @@ func (c *Client) Listen(ctx context.Context, addr string, port int) (int, error)
 // ListenWith is Listen with socket options for everything the listener
 // serves.
 func (c *Client) ListenWith(ctx context.Context, addr string, port int, o SocketOptions) (int, error) {
-	resp, err := c.call(ctx, Request{Op: OpListen, Addr: addr, Port: port, RunSpec: RunSpec{SocketOptions: o}})
+	return c.ListenIn(ctx, "", addr, port, o)
+}
+
+// ListenIn is ListenWith in the network namespace at netns (see
+// RunSpec.Netns); empty is the engine's own.
+func (c *Client) ListenIn(ctx context.Context, netns, addr string, port int, o SocketOptions) (int, error) {
+	resp, err := c.call(ctx, Request{Op: OpListen, Addr: addr, Port: port, RunSpec: RunSpec{SocketOptions: o, Netns: netns}})
 	if err != nil {
 		return 0, fmt.Errorf("engine listen on %s port %d: %w", addr, port, err)
 	}

@@ -9,7 +9,7 @@
 //
 // Operations:
 //
-//	listen  {addr, port}            start a data listener; answers with its port
+//	listen  {addr, port, netns}     start a data listener; answers with its port
 //	run     {workload, target, ...} act as the client of one timed workload
 //	collect {session, timeout_ms}   report what the listener side received
 //	                                for a session, then forget it

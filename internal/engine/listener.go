@@ -17,7 +17,9 @@ import (
 // listen starts a data listener, a TCP listener and a UDP socket on one
 // port, and serves them in the background until the engine stops. The
 // socket options apply to every connection and datagram socket it serves.
-func (e *engine) listen(addr string, port int, o SocketOptions) (int, error) {
+// Both sockets open in the namespace at netns (see inNamespace), and so do
+// the connections the listener accepts.
+func (e *engine) listen(addr string, port int, netns string, o SocketOptions) (int, error) {
 	ip, err := netip.ParseAddr(addr)
 	if err != nil {
 		return 0, fmt.Errorf("listen address %q: %w", addr, err)
@@ -31,14 +33,22 @@ func (e *engine) listen(addr string, port int, o SocketOptions) (int, error) {
 	// With port 0 the kernel picks a free TCP port, which UDP may hold;
 	// another pick then usually succeeds.
 	for attempt := 0; ; attempt++ {
-		lc := net.ListenConfig{Control: controlOptions(o)}
-		l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
-		if err != nil {
-			return 0, fmt.Errorf("listen on %s: %w", net.JoinHostPort(addr, fmt.Sprint(port)), err)
+		var ln *net.TCPListener
+		var bound, fd int
+		err := inNamespace(netns, func() error {
+			lc := net.ListenConfig{Control: controlOptions(o)}
+			l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", net.JoinHostPort(addr, fmt.Sprint(port)), err)
+			}
+			ln = l.(*net.TCPListener)
+			bound = ln.Addr().(*net.TCPAddr).Port
+			fd, err = bindUDP(ip, bound, o)
+			return err
+		})
+		if err != nil && ln == nil {
+			return 0, err
 		}
-		ln := l.(*net.TCPListener)
-		bound := ln.Addr().(*net.TCPAddr).Port
-		fd, err := bindUDP(ip, bound, o)
 		if err != nil {
 			ln.Close()
 			if port == 0 && attempt < 20 && errors.Is(err, unix.EADDRINUSE) {

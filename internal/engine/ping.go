@@ -77,7 +77,12 @@ func (e *engine) ping(spec RunSpec) (Response, error) {
 	if err != nil {
 		return Response{}, fmt.Errorf("ping target %q: %w", spec.Target, err)
 	}
-	fd, raw, err := pingSocket(target)
+	var fd int
+	var raw bool
+	err = inNamespace(spec.Netns, func() (err error) {
+		fd, raw, err = pingSocket(target)
+		return err
+	})
 	if err != nil {
 		return Response{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -99,6 +100,11 @@ type RunSpec struct {
 	// fit the duration) IntervalUS apart. MsgSize is the echo payload.
 	Count      int   `json:"count,omitempty"`
 	IntervalUS int64 `json:"interval_us,omitempty"`
+	// Netns is the network namespace, as a file such as /run/netns/NAME,
+	// that the run's or the listener's sockets are opened in; empty is
+	// the engine's own. It lets one engine process serve every endpoint
+	// of a host: a socket stays in the namespace it was made in.
+	Netns string `json:"netns,omitempty"`
 	SocketOptions
 }
 
@@ -250,6 +256,7 @@ type wireRequest struct {
 	RecvBuffer   *int    `json:"receive_buffer,omitempty"`
 	CC           *string `json:"cc,omitempty"`
 	Nagle        *bool   `json:"nagle,omitempty"`
+	Netns        *string `json:"netns,omitempty"`
 }
 
 // putOptions sets the socket option fields that are not zero.
@@ -317,6 +324,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	case OpListen:
 		w.Addr, w.Port = &r.Addr, &r.Port
 		w.putOptions(&r.SocketOptions)
+		w.putNetns(r.Netns)
 	case OpRun, OpConnect:
 		w.Workload, w.Target, w.Session, w.Flows = &r.Workload, &r.Target, &r.Session, &r.Flows
 		w.DurationMS = &r.DurationMS
@@ -342,6 +350,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 			w.IntervalUS = &r.IntervalUS
 		}
 		w.putOptions(&r.SocketOptions)
+		w.putNetns(r.Netns)
 	case OpCollect:
 		w.Session, w.TimeoutMS = &r.Session, &r.TimeoutMS
 	}
@@ -439,6 +448,7 @@ func (w *wireRequest) only(allowed ...string) error {
 		{"receive_buffer", w.RecvBuffer != nil},
 		{"cc", w.CC != nil},
 		{"nagle", w.Nagle != nil},
+		{"netns", w.Netns != nil},
 	}
 	for _, f := range fields {
 		if f.present && !slices.Contains(allowed, f.name) {
@@ -449,10 +459,13 @@ func (w *wireRequest) only(allowed ...string) error {
 }
 
 func (w *wireRequest) decodeListen(req *Request) error {
-	if err := w.only(append([]string{"addr", "port"}, optionFields...)...); err != nil {
+	if err := w.only(append([]string{"addr", "port", "netns"}, optionFields...)...); err != nil {
 		return err
 	}
 	if err := w.decodeOptions(&req.SocketOptions); err != nil {
+		return err
+	}
+	if err := w.decodeNetns(&req.RunSpec); err != nil {
 		return err
 	}
 	if w.Addr == nil {
@@ -515,9 +528,14 @@ func (w *wireRequest) decodeRun(req *Request) error {
 // transport.
 func runFields(row workload.Row) []string {
 	if row.Shape == workload.Echo {
-		return []string{"workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us"}
+		return []string{"workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us", "netns"}
 	}
 	fields := append([]string{"workload", "target", "session", "flows", "duration_ms"}, optionFields...)
+	// A tcp_crr flow connects anew for every transaction, on its own
+	// thread, where a namespace entered for the connect would not reach.
+	if row.Shape != workload.ConnectRequestResponse {
+		fields = append(fields, "netns")
+	}
 	if row.Shape == workload.Stream {
 		fields = append(fields, "msg_size")
 	} else {
@@ -564,6 +582,26 @@ func (w *wireRequest) decodeRunCommon(spec *RunSpec, row workload.Row) error {
 	if w.NoDelay != nil {
 		spec.NoDelay = *w.NoDelay
 	}
+	return w.decodeNetns(spec)
+}
+
+func (w *wireRequest) putNetns(path string) {
+	if path != "" {
+		w.Netns = &path
+	}
+}
+
+// decodeNetns reads the namespace a run's or listener's sockets open in:
+// a clean absolute path, whose file setns(2) checks when it is entered.
+func (w *wireRequest) decodeNetns(spec *RunSpec) error {
+	if w.Netns == nil {
+		return nil
+	}
+	path := *w.Netns
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsRune(path, 0) || len(path) > 4096 {
+		return fmt.Errorf("netns %q is not a clean absolute path", path)
+	}
+	spec.Netns = path
 	return nil
 }
 

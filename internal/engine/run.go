@@ -74,26 +74,27 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 
 // connectAhead readies spec's run, so that connecting its flows and
 // starting their threads happen before whatever frames the run itself:
-// at 1024 flows that was a fifth of a second. A run readied earlier and
-// never started is dropped.
+// at 1024 flows that was a fifth of a second. Each endpoint the engine
+// serves (its own, or one a run names by Netns) holds one readied run;
+// one readied earlier there and never started is dropped.
 func (e *engine) connectAhead(ctx context.Context, spec RunSpec) error {
 	if spec.Workload == WorkloadPing {
 		return errors.New("ping has no flows to connect ahead")
 	}
-	e.dropReady()
+	e.dropReady(spec.Netns)
 	l, err := e.prepare(ctx, spec)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
-	refused := e.stopping || e.ready != nil
+	refused := e.stopping || e.ready[spec.Netns] != nil
 	if !refused {
-		e.ready = l
+		e.ready[spec.Netns] = l
 	}
 	e.mu.Unlock()
 	if refused {
 		l.abort()
-		return errors.New("the engine is stopping, or another run was readied at the same time")
+		return errors.New("the engine is stopping, or another run was readied at the same time for the same endpoint")
 	}
 	return nil
 }
@@ -102,12 +103,12 @@ func (e *engine) connectAhead(ctx context.Context, spec RunSpec) error {
 // was; a readied run must be started with the spec it was readied with.
 func (e *engine) takeReady(spec RunSpec) (*launch, error) {
 	e.mu.Lock()
-	l := e.ready
+	l := e.ready[spec.Netns]
 	if l == nil || l.spec.Session != spec.Session {
 		e.mu.Unlock()
 		return nil, nil
 	}
-	e.ready = nil
+	delete(e.ready, spec.Netns)
 	e.mu.Unlock()
 	if l.spec != spec {
 		l.abort()
@@ -116,10 +117,11 @@ func (e *engine) takeReady(spec RunSpec) (*launch, error) {
 	return l, nil
 }
 
-func (e *engine) dropReady() {
+// dropReady aborts the run readied for the endpoint at netns, if any.
+func (e *engine) dropReady(netns string) {
 	e.mu.Lock()
-	l := e.ready
-	e.ready = nil
+	l := e.ready[netns]
+	delete(e.ready, netns)
 	e.mu.Unlock()
 	if l != nil {
 		l.abort()
@@ -354,7 +356,16 @@ func (e *engine) connectFlows(ctx context.Context, spec RunSpec) ([]*clientFlow,
 	return flows, nil
 }
 
-func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (*clientFlow, error) {
+// connectFlow opens one flow's sockets in the run's namespace.
+func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (flow *clientFlow, err error) {
+	err = inNamespace(spec.Netns, func() error {
+		flow, err = e.dialFlow(ctx, spec, index)
+		return err
+	})
+	return flow, err
+}
+
+func (e *engine) dialFlow(ctx context.Context, spec RunSpec, index int) (*clientFlow, error) {
 	if spec.Workload == WorkloadTCPCRR {
 		holder, err := e.sockets.holder()
 		if err != nil {

@@ -25,7 +25,9 @@ type engine struct {
 	mu        sync.Mutex
 	stopping  bool
 	listeners []*net.TCPListener
-	ready     *launch // a run connected ahead, waiting for its start
+	// ready holds the runs connected ahead, waiting for their start, by
+	// the namespace they run in ("" for the engine's own).
+	ready map[string]*launch
 
 	// work counts request handlers, accept loops and data connections.
 	work sync.WaitGroup
@@ -49,6 +51,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		cancel:   cancel,
 		sockets:  newSocketSet(),
 		sessions: newSessionTable(),
+		ready:    map[string]*launch{},
 		out:      out,
 	}
 	lines := make(chan inputLine)
@@ -95,7 +98,7 @@ func (e *engine) handle(req Request) Response {
 	var err error
 	switch req.Op {
 	case OpListen:
-		resp.Port, err = e.listen(req.Addr, req.Port, req.SocketOptions)
+		resp.Port, err = e.listen(req.Addr, req.Port, req.Netns, req.SocketOptions)
 	case OpRun:
 		resp, err = e.run(e.ctx, req.RunSpec)
 	case OpConnect:
@@ -156,10 +159,10 @@ func (e *engine) stop() {
 		ln.Close()
 	}
 	ready := e.ready
-	e.ready = nil
+	e.ready = map[string]*launch{}
 	e.mu.Unlock()
-	if ready != nil {
-		ready.abort()
+	for _, l := range ready {
+		l.abort()
 	}
 	e.sockets.stop()
 	e.receivers.stop()
