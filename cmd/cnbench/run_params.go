@@ -17,6 +17,7 @@ var workloadFlags = []struct {
 	{"pattern", "traffic pattern: pairs, fan_in, n_to_m, containers_x_flows or all_to_all (--clients endpoints, each a client of every other)", false},
 	{"clients", "client endpoints of the pattern, e.g. 1,8,32", true},
 	{"servers", "server endpoints of the n_to_m pattern, e.g. 2,4", true},
+	{"engines", "native engine processes: per_host (one for a host's clients, one for its servers) or per_endpoint (default: per_host from 16 endpoints on a side)", false},
 	{"loss-threshold", "udp_max_rate's bound on loss, in percent (default 3)", false},
 	{"count", "ping: echoes per sample (default: as many as the duration holds)", false},
 	{"interval", "ping: time between echoes (default 100ms)", false},

@@ -21,13 +21,18 @@ import (
 	"cnbench/internal/workload"
 )
 
-// nativeDriver runs cnbench's own engine, one long-lived `cnbench engine`
-// process per endpoint of the path, controlled over its control lines: a
-// listener in each server, and each client's flows against its server,
-// all clients at once.
+// nativeDriver runs cnbench's own engine, long-lived `cnbench engine`
+// processes controlled over their control lines: a listener in each
+// server, and each client's flows against its server, all clients at
+// once. A process serves one endpoint, or with model.EnginesPerHost the
+// clients (or the servers) of one host each (see engineHomes).
 type nativeDriver struct {
-	path             *site.Path
-	servers, clients []*site.Engine
+	path *site.Path
+	// servers and clients are the engine serving each endpoint, and
+	// serverNetns and clientNetns the namespace it opens that endpoint's
+	// sockets in: empty where the engine is the endpoint's own.
+	servers, clients         []*site.Engine
+	serverNetns, clientNetns []string
 	// targets are what each client dials: ip:port of its server's
 	// listener, or the address to ping.
 	targets, pingTargets []string
@@ -51,25 +56,78 @@ func newNativeDriver(ctx context.Context, s Setup, c model.Case) (d Driver, err 
 			return nil, err
 		}
 	}
-	nd := &nativeDriver{path: p, servers: make([]*site.Engine, len(p.Servers)), clients: make([]*site.Engine, len(p.Clients))}
+	nd := &nativeDriver{path: p}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, nd.Stop())
 		}
 	}()
+	share := c.Params.Engines == model.EnginesPerHost && c.Workload != workload.TCPCRR
+	perClient, perServer := workload.Get(c.Workload).SocketsPerFlow()
+	flows := max(1, c.Params.Flows)
+	clientsOf := make([]int, len(p.Servers))
+	for _, srv := range p.ServerOf {
+		clientsOf[srv]++
+	}
+	serverHomes := engineHomes(p.Servers, share, func(i int) int { return clientsOf[i] * flows * perServer })
+	clientHomes := engineHomes(p.Clients, share, func(int) int { return flows * perClient })
+	var errs [2]error
 	var wg sync.WaitGroup
-	errs := make([]error, len(p.Servers)+len(p.Clients))
-	for i, st := range p.Servers {
-		wg.Go(func() { nd.servers[i], errs[i] = st.StartEngine(s.EngineCommand) })
-	}
-	for i, st := range p.Clients {
-		wg.Go(func() { nd.clients[i], errs[len(p.Servers)+i] = st.StartEngine(s.EngineCommand) })
-	}
+	wg.Go(func() { nd.servers, nd.serverNetns, errs[0] = startEngines(p.Servers, serverHomes, s.EngineCommand) })
+	wg.Go(func() { nd.clients, nd.clientNetns, errs[1] = startEngines(p.Clients, clientHomes, s.EngineCommand) })
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	return nd, nd.listen(ctx, s.ListenPort, socketOptions(c.Params))
+}
+
+// engineHomes says which site's engine serves each site: its own, or
+// with share the first of the sites before it in the same home
+// (site.Sharer's EngineHome) whose engine holds fewer than
+// workload.MaxEngineSockets sockets with this site's added.
+func engineHomes(sites []site.Site, share bool, sockets func(i int) int) []int {
+	homes := make([]int, len(sites))
+	open := map[string]int{}
+	load := make([]int, len(sites))
+	for i, st := range sites {
+		homes[i] = i
+		sh, ok := st.(site.Sharer)
+		if !share || !ok {
+			continue
+		}
+		key := sh.EngineHome()
+		if first, ok := open[key]; ok && load[first]+sockets(i) <= workload.MaxEngineSockets {
+			homes[i] = first
+			load[first] += sockets(i)
+			continue
+		}
+		open[key], load[i] = i, sockets(i)
+	}
+	return homes
+}
+
+// startEngines starts an engine in each site that is its own home, and
+// gives every site the engine of its home and the namespace that engine
+// opens its sockets in. The engines that started are returned on error
+// too, for Stop.
+func startEngines(sites []site.Site, homes []int, command []string) ([]*site.Engine, []string, error) {
+	engines := make([]*site.Engine, len(sites))
+	netns := make([]string, len(sites))
+	errs := make([]error, len(sites))
+	var wg sync.WaitGroup
+	for i, st := range sites {
+		if homes[i] == i {
+			wg.Go(func() { engines[i], errs[i] = st.StartEngine(command) })
+		}
+	}
+	wg.Wait()
+	for i, st := range sites {
+		if h := homes[i]; h != i {
+			engines[i], netns[i] = engines[h], st.(site.Sharer).NamespacePath()
+		}
+	}
+	return engines, netns, errors.Join(errs...)
 }
 
 // listen has every server's engine listen, on port if not 0, and learns
@@ -80,7 +138,7 @@ func (d *nativeDriver) listen(ctx context.Context, port int, opts engine.SocketO
 	pingTargets := make([]string, len(p.Servers))
 	for i, st := range p.Servers {
 		addr := st.Endpoint().Addr
-		got, err := d.servers[i].Client.ListenWith(ctx, addr.String(), port, opts)
+		got, err := d.servers[i].Client.ListenIn(ctx, d.serverNetns[i], addr.String(), port, opts)
 		if err != nil {
 			return d.servers[i].Describe(fmt.Errorf("listen on %s: %w", addr, err))
 		}
@@ -102,8 +160,12 @@ func (d *nativeDriver) listen(ctx context.Context, port int, opts engine.SocketO
 
 func (d *nativeDriver) Stop() error {
 	var wg sync.WaitGroup
+	stopped := map[*site.Engine]bool{}
 	for _, e := range append(append([]*site.Engine{}, d.clients...), d.servers...) {
-		wg.Go(e.Stop)
+		if !stopped[e] {
+			stopped[e] = true
+			wg.Go(e.Stop)
+		}
 	}
 	wg.Wait()
 	return nil
@@ -243,7 +305,7 @@ func (d *nativeDriver) clientSpecs(spec engine.RunSpec) []engine.RunSpec {
 	for i := range specs {
 		s := spec
 		s.Session = sessionCounter.Add(1)
-		s.Target = d.targets[i]
+		s.Target, s.Netns = d.targets[i], d.clientNetns[i]
 		if s.Workload == engine.WorkloadPing {
 			s.Target = d.pingTargets[i]
 		}
@@ -254,7 +316,7 @@ func (d *nativeDriver) clientSpecs(spec engine.RunSpec) []engine.RunSpec {
 
 // sameRun reports whether a client's readied run is spec's.
 func sameRun(ready, spec engine.RunSpec) bool {
-	ready.Session, ready.Target = spec.Session, spec.Target
+	ready.Session, ready.Target, ready.Netns = spec.Session, spec.Target, spec.Netns
 	return ready == spec
 }
 

@@ -168,6 +168,7 @@ func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o Soc
 	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
 		return e.receivers.receive(fd, streamLowWater(o), m, s)
 	}
+	defer holdP()()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if h.kind == kindRR {

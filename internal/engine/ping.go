@@ -110,12 +110,14 @@ func (e *engine) ping(spec RunSpec) (Response, error) {
 	began := monotonicNow()
 	deadline := began + spec.DurationMS*int64(time.Millisecond)
 	wg.Go(func() {
+		defer holdP()()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		sendErr = sendEchoes(fd, raw, id, spec.MsgSize, gap, limit, began, deadline, st)
 		st.finished.Store(true)
 	})
 	wg.Go(func() {
+		defer holdP()()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		receiveReplies(fd, raw, id, spec.MsgSize, st, &got, e.sockets)

@@ -154,6 +154,7 @@ func newReceiveThread() (*receiveThread, error) {
 // run reads whichever flows have data, one buffer each per pass, so that
 // no flow waits behind another's backlog.
 func (t *receiveThread) run() {
+	defer holdP()()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer unix.Close(t.ep)

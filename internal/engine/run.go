@@ -164,6 +164,7 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 	for _, group := range groups {
 		go func() {
 			defer l.finished.Done()
+			defer holdP()()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			for _, i := range group {

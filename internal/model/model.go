@@ -61,6 +61,10 @@ type Params struct {
 	Pattern string `json:"pattern,omitempty"`
 	Servers int    `json:"servers,omitempty"`
 	Clients int    `json:"clients,omitempty"`
+	// Engines is how the native engine's processes map to endpoints:
+	// EnginesPerHost or EnginesPerEndpoint as the case asked, or as it
+	// resolved on this machine; empty is one per endpoint.
+	Engines string `json:"engines,omitempty"`
 	// Rate is the offered rate per flow of udp_stream, in canonical tc
 	// notation ("1gbit") or as packets per second ("100000pps"); empty
 	// is unlimited. LossThresholdPct bounds udp_max_rate's search.
@@ -114,6 +118,19 @@ const (
 	PatternContainersXFlows = "containers_x_flows" // 1 server, C clients with F flows each
 	PatternAllToAll         = "all_to_all"         // C endpoints, each a client of every other: C servers, C(C-1) clients
 )
+
+// How the native engine's processes map to endpoints (Params.Engines).
+const (
+	// EnginesPerEndpoint runs a process in each endpoint.
+	EnginesPerEndpoint = "per_endpoint"
+	// EnginesPerHost runs one process for the clients of each host and
+	// one for its servers, each opening its sockets in the endpoints'
+	// namespaces, where the endpoints are namespaces on this machine.
+	EnginesPerHost = "per_host"
+)
+
+// EngineLayouts lists the values of Params.Engines a case may ask for.
+var EngineLayouts = []string{EnginesPerEndpoint, EnginesPerHost}
 
 // Endpoints on one emulated host (or VM guest): the first
 // BaseEndpointsPerHost are numbered in the host's /24, and the modes that

@@ -220,6 +220,9 @@ func compactParams(p model.Params) string {
 	if p.Servers != 0 {
 		add("servers", strconv.Itoa(p.Servers))
 	}
+	if p.Engines != "" {
+		add("engines", p.Engines)
+	}
 	if p.NICRate != "" {
 		add("rate", p.NICRate)
 	}

@@ -41,6 +41,9 @@ const (
 type Settings struct {
 	// Pattern is one of Patterns; empty is pairs.
 	Pattern string
+	// Engines is one of model.EngineLayouts; empty lets the machine
+	// decide (see site.RecordSettings).
+	Engines string
 	// LossThresholdPct bounds udp_max_rate's search.
 	LossThresholdPct float64
 	// Count and Interval shape ping: echoes per sample (0: as many as the
@@ -106,6 +109,18 @@ func (p *parser) patternKnobs(f map[string]field, w *Workload) {
 			w.Clients = p.ints(fd, "a number of endpoints of all_to_all, each a client of every other", 2, maxEndpoints)
 		} else {
 			w.Clients = p.ints(fd, "a number of client endpoints", 1, maxEndpoints)
+		}
+	}
+	if fd, ok := present(f, "engines"); ok {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "per_host or per_endpoint"); ok {
+			switch {
+			case checkWord("engines value", text, model.EngineLayouts) != "":
+				p.report(fd.value, fd.path, checkWord("engines value", text, model.EngineLayouts))
+			case text == model.EnginesPerHost && w.Type == workload.TCPCRR:
+				p.report(fd.value, fd.path, "engines per_host does not apply to tcp_crr: its flows connect anew for every transaction, from their own endpoint's engine")
+			default:
+				w.Engines = text
+			}
 		}
 	}
 	if fd, ok := present(f, "servers"); ok {
@@ -247,6 +262,7 @@ func (w Workload) knobVariants(base model.Params) []model.Params {
 				p := base
 				p.Rate = rate
 				p.Pattern = w.Pattern
+				p.Engines = w.Engines
 				if c > 1 || w.Pattern != "" {
 					p.Clients = c
 				}
@@ -301,6 +317,9 @@ func knobKey(typ string, p model.Params) []string {
 	if p.Servers != 0 {
 		add("servers", strconv.Itoa(p.Servers))
 	}
+	if p.Engines != "" {
+		add("engines", p.Engines)
+	}
 	if p.MSS != 0 {
 		add("mss", strconv.Itoa(p.MSS))
 	}
@@ -330,6 +349,9 @@ func (w Workload) putKnobs(put func(key string, value *yaml.Node)) {
 	}
 	if len(w.Servers) > 0 {
 		put("servers", listNode(w.Servers, scalarNode))
+	}
+	if w.Engines != "" {
+		put("engines", scalarNode(w.Engines))
 	}
 	if len(w.Rates) > 0 {
 		put("rate", listNode(w.Rates, scalarNode))

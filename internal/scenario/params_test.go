@@ -23,7 +23,7 @@ workloads:
   - {type: ping, msg_size: [32, 32K], count: 100, interval: 10ms}
   - {type: tcp_stream, pattern: fan_in, clients: [8, 32]}
   - {type: tcp_stream, pattern: containers_x_flows, clients: 4, flows: [1, 4]}
-  - {type: tcp_rr, pattern: n_to_m, servers: [2, 4], clients: 8}
+  - {type: tcp_rr, pattern: n_to_m, servers: [2, 4], clients: 8, engines: per_host}
   - {type: tcp_stream, pattern: pairs, clients: 2}
 `
 
@@ -50,7 +50,7 @@ func TestWorkloadParameters(t *testing.T) {
 		"bridge/chc/ping(msg_size=32768,count=100,interval=10ms)/native",
 		"bridge/chc/tcp_stream(flows=1,msg_size=131072,pattern=fan_in,clients=32)/native",
 		"bridge/chc/tcp_stream(flows=4,msg_size=131072,pattern=containers_x_flows,clients=4)/native",
-		"bridge/chc/tcp_rr(flows=1,request_size=64,response_size=64,pattern=n_to_m,clients=8,servers=4)/native",
+		"bridge/chc/tcp_rr(flows=1,request_size=64,response_size=64,pattern=n_to_m,clients=8,servers=4,engines=per_host)/native",
 		// pairs is the default pattern, so it names only the clients.
 		"bridge/chc/tcp_stream(flows=1,msg_size=131072,clients=2)/native",
 	} {
@@ -111,6 +111,8 @@ func TestWorkloadParameterErrors(t *testing.T) {
 		{`{type: tcp_stream, pattern: star}`, `unknown pattern "star"`},
 		{`{type: tcp_stream, pattern: fan_in, servers: 2}`, "servers applies to pattern n_to_m only"},
 		{`{type: tcp_stream, clients: 1251}`, "(1..1250)"},
+		{`{type: tcp_stream, engines: per_container}`, `unknown engines value "per_container"`},
+		{`{type: tcp_crr, engines: per_host}`, "engines per_host does not apply to tcp_crr"},
 		{`{type: udp_max_rate, loss_threshold: 100}`, "expected a loss percentage"},
 		{`{type: ping, msg_size: 8}`, "expected a size from 16 to 65499"},
 		{`{type: ping, interval: 2m}`, "expected an interval"},

@@ -27,7 +27,7 @@ type Local struct {
 	cpus   []int
 }
 
-var _ Site = (*Local)(nil)
+var _ Sharer = (*Local)(nil)
 
 // NewLocal makes the endpoint a site, with a cgroup cgName in hier; its
 // processes get env.
@@ -43,6 +43,18 @@ func (s *Local) Endpoint() *topo.Endpoint      { return s.ep }
 func (s *Local) Pin(cpus []int)                { s.cpus = cpus }
 func (s *Local) CPUs() []int                   { return s.cpus }
 func (s *Local) Refuses(workload string) error { return nil }
+
+func (s *Local) NamespacePath() string { return s.ep.NS.Path() }
+
+// EngineHome is the endpoint's host and the CPUs its engine is pinned
+// to.
+func (s *Local) EngineHome() string {
+	host := s.ep.NS.Name
+	if s.ep.Host != nil {
+		host = s.ep.Host.Name
+	}
+	return host + " cpus " + pinning.FormatList(s.cpus)
+}
 
 // Close removes the cgroup; every process started in the site must have
 // ended.

@@ -12,6 +12,7 @@ import (
 	"cnbench/internal/pinning"
 	"cnbench/internal/topo"
 	"cnbench/internal/units"
+	"cnbench/internal/workload"
 )
 
 // Plan is what building a case's path takes, once the machine is known
@@ -51,9 +52,11 @@ func OnCluster(c *model.Case) bool {
 
 // RecordSettings fills in the settings a case resolves to on this
 // machine before it is stored: what its mode decides for itself (the OVS
-// datapath), the CPUs its placement pins the engines to, and the socket
-// buffers of a stream of many flows (boundStreamBuffers).
+// datapath), the CPUs its placement pins the engines to, the socket
+// buffers of a stream of many flows (boundStreamBuffers), and whether
+// its native engines serve a host each (shareEngines).
 func RecordSettings(c *model.Case) {
+	shareEngines(c)
 	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
 	}
@@ -62,6 +65,28 @@ func RecordSettings(c *model.Case) {
 	}
 	if sender, receiver, err := pinsOf(c.Params); err == nil {
 		c.Params.SenderCPUs, c.Params.ReceiverCPUs = pinning.FormatList(sender), pinning.FormatList(receiver)
+	}
+}
+
+// SharedEnginesFrom is the number of endpoints on one side of a case
+// (servers or clients) from which the native engine runs one process per
+// host and side, unless the case says otherwise. A process per endpoint
+// costs its own Go runtime and threads: at 1000 endpoints 3.7 GB of
+// memory, and at 256 endpoints of 1 flow each the processes' own
+// scheduling starved flows (Jain's index 0.08). Below this many the
+// processes cost little and measure as they always have.
+const SharedEnginesFrom = 16
+
+// shareEngines resolves a native case that leaves its engine processes
+// to the machine: per host from SharedEnginesFrom endpoints on a side,
+// except tcp_crr, whose flows connect anew from their own endpoint.
+func shareEngines(c *model.Case) {
+	p := &c.Params
+	if c.Engine != "native" || p.Engines != "" || c.Workload == workload.TCPCRR {
+		return
+	}
+	if servers, clients := p.Endpoints(); max(servers, clients) >= SharedEnginesFrom {
+		p.Engines = model.EnginesPerHost
 	}
 }
 

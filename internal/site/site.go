@@ -47,6 +47,18 @@ type Site interface {
 	Close() error
 }
 
+// Sharer is a site on this machine whose sockets an engine started in
+// another site can open, by entering its namespace (engine.RunSpec's
+// Netns), so that one engine process serves many endpoints.
+type Sharer interface {
+	Site
+	// NamespacePath is the file of the site's network namespace.
+	NamespacePath() string
+	// EngineHome names where the site's engine runs: sites with the same
+	// home (one host, the same CPUs) may share an engine process.
+	EngineHome() string
+}
+
 // Reading is one reading of a site.
 type Reading struct {
 	// CPU is the time the endpoint's processes used.

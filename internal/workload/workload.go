@@ -147,9 +147,10 @@ func (r Row) Takes(key string) bool {
 var (
 	streamAxes = []string{KeyFlows, KeyMsgSize}
 	rrAxes     = []string{KeyFlows, KeyRequestSize, KeyResponseSize}
-	// patternKnobs are taken by every workload; socketKnobs by those
+	// patternKnobs (the pattern, its endpoints, and how engine processes
+	// serve them) are taken by every workload; socketKnobs by those
 	// with sockets, tcpKnobs by TCP ones.
-	patternKnobs = []string{"pattern", "clients", "servers"}
+	patternKnobs = []string{"pattern", "clients", "servers", "engines"}
 	socketKnobs  = []string{"send_buffer", "receive_buffer"}
 	tcpKnobs     = []string{"mss", "cc", "nodelay"}
 )
