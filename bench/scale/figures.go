@@ -146,7 +146,7 @@ func printTargets(out io.Writer, sweeps []sweep, sample time.Duration) bool {
 	}
 	fmt.Fprintln(out)
 	for _, sw := range sweeps {
-		switch sw.axis.name {
+		switch sw.axis.kind {
 		case "endpoints":
 			at10, atMost := pointAt(sw, 10), largest(sw)
 			if at10 == nil || atMost == nil || atMost.x < 1000 {
@@ -155,8 +155,8 @@ func printTargets(out io.Writer, sweeps []sweep, sample time.Duration) bool {
 			}
 			per := figures[1].of
 			r := per(*atMost) / per(*at10)
-			fmt.Fprintf(out, "target: setup per endpoint at %d within 1.5x of that at 10: %.2f ms / %.2f ms = %.2fx %s\n",
-				atMost.x, per(*atMost), per(*at10), r, verdict(r <= 1.5))
+			fmt.Fprintf(out, "target (%s): setup per endpoint at %d within 1.5x of that at 10: %.2f ms / %.2f ms = %.2fx %s\n",
+				sw.axis.name, atMost.x, per(*atMost), per(*at10), r, verdict(r <= 1.5))
 		case "flows":
 			p := pointAt(sw, 1024)
 			if p == nil {
@@ -164,8 +164,8 @@ func printTargets(out io.Writer, sweeps []sweep, sample time.Duration) bool {
 				continue
 			}
 			around := time.Duration(figures[3].of(*p)) * time.Millisecond
-			fmt.Fprintf(out, "target: time around a sample of 1024 flows below the sample: %v around a %v sample %s\n",
-				around, sample, verdict(around < sample))
+			fmt.Fprintf(out, "target (%s): time around a sample of 1024 flows below the sample: %v around a %v sample %s\n",
+				sw.axis.name, around, sample, verdict(around < sample))
 		}
 	}
 	return ok

@@ -12,6 +12,12 @@
 //     client and one server on each host, each client sending to the next
 //     host's server, through the VXLAN overlay (-hosts 2,4,...,64).
 //
+// The endpoint and flow axes run once for each layout of the native
+// engine's processes in -engines (per_endpoint: one in each endpoint;
+// per_host: one for a host's clients and one for its servers), side by
+// side; the host axis has one client and one server per host, where both
+// layouts are the same.
+//
 // For each point it reports the time around the sample (building the path,
 // starting the engines, stopping them, removing the path, as the runner
 // records them), the runner's and the engines' peak memory, the aggregate
@@ -32,12 +38,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"cnbench/bench/benchkit"
+	"cnbench/internal/model"
 	"cnbench/internal/runner"
 	"cnbench/internal/store"
 )
@@ -45,6 +53,7 @@ import (
 // settings are the bench's flags.
 type settings struct {
 	endpoints, flows, hosts []int
+	layouts                 []string
 	perClient               int
 	duration, flowDuration  time.Duration
 	plots                   string
@@ -61,8 +70,15 @@ func main() {
 	flag.DurationVar(&s.duration, "duration", 2*time.Second, "sample length of the endpoint and host points")
 	flag.DurationVar(&s.flowDuration, "flow-duration", 10*time.Second, "sample length of the flow points")
 	flag.StringVar(&s.plots, "plots", "", "draw each axis's figures as PNG files in this directory")
+	layouts := flag.String("engines", "per_endpoint,per_host", "layouts of the engine processes to run the endpoint and flow axes in")
 	flag.Parse()
 	var errs []error
+	for _, l := range strings.Split(*layouts, ",") {
+		if !slices.Contains(model.EngineLayouts, l) {
+			errs = append(errs, fmt.Errorf("-engines: %q is not one of %s", l, strings.Join(model.EngineLayouts, ", ")))
+		}
+		s.layouts = append(s.layouts, l)
+	}
 	s.endpoints, errs = ints("-endpoints", *endpoints, 2, 1023, errs)
 	s.flows, errs = ints("-flows", *flows, 1, 4096, errs)
 	s.hosts, errs = ints("-hosts", *hosts, 2, 64, errs)
@@ -92,27 +108,34 @@ func ints(flag, list string, lo, hi int, errs []error) ([]int, []error) {
 	return out, errs
 }
 
-// axis is one sweep: its points' scenario documents by x.
+// axis is one sweep: its points' scenario documents by x. kind is the
+// axis, name the sweep (the axis, and the engines' layout where the
+// sweep has one).
 type axis struct {
-	name, unit string
-	xs         []int
-	doc        func(x int) string
+	kind, name, unit string
+	xs               []int
+	doc              func(x int) string
 }
 
 func axes(s settings) []axis {
-	return []axis{
-		{"endpoints", "endpoints on one host", s.endpoints, func(n int) string {
-			return pointDoc("endpoints", s.duration, "bridge", "chc", fmt.Sprintf("pattern: fan_in, clients: %d", n-1))
-		}},
-		{"flows", "flows in all", s.flows, func(f int) string {
+	var out []axis
+	for _, layout := range s.layouts {
+		engines := ", engines: " + layout
+		out = append(out, axis{"endpoints", "endpoints-" + layout, "endpoints on one host", s.endpoints, func(n int) string {
+			return pointDoc("endpoints", s.duration, "bridge", "chc", fmt.Sprintf("pattern: fan_in, clients: %d%s", n-1, engines))
+		}})
+	}
+	for _, layout := range s.layouts {
+		engines := ", engines: " + layout
+		out = append(out, axis{"flows", "flows-" + layout, "flows in all", s.flows, func(f int) string {
 			perClient := min(f, s.perClient)
 			return pointDoc("flows", s.flowDuration, "bridge", "chc",
-				fmt.Sprintf("pattern: containers_x_flows, clients: %d, flows: %d", (f+perClient-1)/perClient, perClient))
-		}},
-		{"hosts", "hosts on one switch", s.hosts, func(h int) string {
-			return pointDoc("hosts", s.duration, "overlay", fmt.Sprintf("switch:%d", h), fmt.Sprintf("clients: %d", h))
-		}},
+				fmt.Sprintf("pattern: containers_x_flows, clients: %d, flows: %d%s", (f+perClient-1)/perClient, perClient, engines))
+		}})
 	}
+	return append(out, axis{"hosts", "hosts", "hosts on one switch", s.hosts, func(h int) string {
+		return pointDoc("hosts", s.duration, "overlay", fmt.Sprintf("switch:%d", h), fmt.Sprintf("clients: %d", h))
+	}})
 }
 
 // pointDoc is the scenario of one point: one sample of a tcp_stream with
@@ -169,7 +192,7 @@ func measurePoint(ctx context.Context, st *store.Store, a axis, x int) (point, e
 	if err != nil {
 		return point{}, err
 	}
-	res, runErr := benchkit.Run(ctx, st, "scale-"+a.name, a.doc(x), runner.Options{})
+	res, runErr := benchkit.Run(ctx, st, "scale-"+a.kind, a.doc(x), runner.Options{})
 	runnerMB, enginesMB := mem.stop()
 	if runErr != nil {
 		return point{}, runErr
