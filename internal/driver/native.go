@@ -33,6 +33,9 @@ type nativeDriver struct {
 	// sockets in: empty where the engine is the endpoint's own.
 	servers, clients         []*site.Engine
 	serverNetns, clientNetns []string
+	// sharedClients says whether an engine serves several clients, whose
+	// runs then name their endpoint.
+	sharedClients bool
 	// targets are what each client dials: ip:port of its server's
 	// listener, or the address to ping.
 	targets, pingTargets []string
@@ -78,6 +81,9 @@ func newNativeDriver(ctx context.Context, s Setup, c model.Case) (d Driver, err 
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
+	}
+	for i, h := range clientHomes {
+		nd.sharedClients = nd.sharedClients || h != i
 	}
 	return nd, nd.listen(ctx, s.ListenPort, socketOptions(c.Params))
 }
@@ -306,6 +312,9 @@ func (d *nativeDriver) clientSpecs(spec engine.RunSpec) []engine.RunSpec {
 		s := spec
 		s.Session = sessionCounter.Add(1)
 		s.Target, s.Netns = d.targets[i], d.clientNetns[i]
+		if d.sharedClients {
+			s.Endpoint = d.path.Clients[i].Endpoint().Name
+		}
 		if s.Workload == engine.WorkloadPing {
 			s.Target = d.pingTargets[i]
 		}
@@ -316,7 +325,7 @@ func (d *nativeDriver) clientSpecs(spec engine.RunSpec) []engine.RunSpec {
 
 // sameRun reports whether a client's readied run is spec's.
 func sameRun(ready, spec engine.RunSpec) bool {
-	ready.Session, ready.Target, ready.Netns = spec.Session, spec.Target, spec.Netns
+	ready.Session, ready.Target, ready.Netns, ready.Endpoint = spec.Session, spec.Target, spec.Netns, spec.Endpoint
 	return ready == spec
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,27 @@ func sentOn(t *testing.T, ns *netns.NS, name string) uint64 {
 		t.Fatal(err)
 	}
 	return l.Attrs().Statistics.TxBytes
+}
+
+// establishedIn counts the TCP connections to port in state ESTABLISHED
+// in ns, from the kernel's table as a thread inside ns sees it.
+func establishedIn(t *testing.T, ns *netns.NS, port int) int {
+	t.Helper()
+	var table []byte
+	if err := ns.Do(func() (err error) {
+		table, err = os.ReadFile("/proc/thread-self/net/tcp")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	remote := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 3 && f[3] == "01" && strings.HasSuffix(f[2], remote) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestOneEngineServesOtherNamespaces has one engine, running in the test's
@@ -87,15 +109,23 @@ func TestOneEngineServesOtherNamespaces(t *testing.T) {
 			t.Errorf("%d of 5 echoes answered", run.Transactions)
 		}
 	})
-	t.Run("connected ahead in two namespaces", func(t *testing.T) {
+	t.Run("connected ahead for three endpoints", func(t *testing.T) {
+		// Two endpoints named in one namespace, as the host mode's share
+		// their host's, and one in the other.
 		specs := []RunSpec{
-			{Workload: WorkloadTCPRR, Target: target, Session: 104, Flows: 2, RequestSize: 1, ResponseSize: 1, DurationMS: 200, Netns: a.Path()},
-			{Workload: WorkloadTCPRR, Target: target, Session: 105, Flows: 2, RequestSize: 1, ResponseSize: 1, DurationMS: 200, Netns: b.Path()},
+			{Workload: WorkloadTCPRR, Target: target, Session: 104, Flows: 2, RequestSize: 1, ResponseSize: 1, DurationMS: 200, Netns: a.Path(), Endpoint: "c1"},
+			{Workload: WorkloadTCPRR, Target: target, Session: 105, Flows: 2, RequestSize: 1, ResponseSize: 1, DurationMS: 200, Netns: a.Path(), Endpoint: "c2"},
+			{Workload: WorkloadTCPRR, Target: target, Session: 109, Flows: 2, RequestSize: 1, ResponseSize: 1, DurationMS: 200, Netns: b.Path()},
 		}
 		for _, s := range specs {
 			if err := e.Connect(ctx, s); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Both of a's endpoints keep their flows connected: a second
+		// connect for the same endpoint would have closed the first's.
+		if n := establishedIn(t, a, port); n != 4 {
+			t.Errorf("%d connections from namespace a after readying two endpoints' two flows each, want 4", n)
 		}
 		var wg sync.WaitGroup
 		runs := make([]*RunResult, len(specs))
@@ -111,6 +141,7 @@ func TestOneEngineServesOtherNamespaces(t *testing.T) {
 			if runs[i].Transactions == 0 {
 				t.Errorf("run from %s made no transactions", s.Netns)
 			}
+
 		}
 	})
 	t.Run("refused", func(t *testing.T) {

@@ -105,6 +105,10 @@ type RunSpec struct {
 	// the engine's own. It lets one engine process serve every endpoint
 	// of a host: a socket stays in the namespace it was made in.
 	Netns string `json:"netns,omitempty"`
+	// Endpoint names the endpoint a run is for where one engine serves
+	// several, even in one namespace (the host mode's endpoints share
+	// their host's): each endpoint holds one run connected ahead.
+	Endpoint string `json:"endpoint,omitempty"`
 	SocketOptions
 }
 
@@ -257,6 +261,7 @@ type wireRequest struct {
 	CC           *string `json:"cc,omitempty"`
 	Nagle        *bool   `json:"nagle,omitempty"`
 	Netns        *string `json:"netns,omitempty"`
+	Endpoint     *string `json:"endpoint,omitempty"`
 }
 
 // putOptions sets the socket option fields that are not zero.
@@ -351,6 +356,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 		}
 		w.putOptions(&r.SocketOptions)
 		w.putNetns(r.Netns)
+		if r.Endpoint != "" {
+			w.Endpoint = &r.Endpoint
+		}
 	case OpCollect:
 		w.Session, w.TimeoutMS = &r.Session, &r.TimeoutMS
 	}
@@ -449,6 +457,7 @@ func (w *wireRequest) only(allowed ...string) error {
 		{"cc", w.CC != nil},
 		{"nagle", w.Nagle != nil},
 		{"netns", w.Netns != nil},
+		{"endpoint", w.Endpoint != nil},
 	}
 	for _, f := range fields {
 		if f.present && !slices.Contains(allowed, f.name) {
@@ -528,9 +537,9 @@ func (w *wireRequest) decodeRun(req *Request) error {
 // transport.
 func runFields(row workload.Row) []string {
 	if row.Shape == workload.Echo {
-		return []string{"workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us", "netns"}
+		return []string{"workload", "target", "session", "flows", "duration_ms", "msg_size", "count", "interval_us", "netns", "endpoint"}
 	}
-	fields := append([]string{"workload", "target", "session", "flows", "duration_ms"}, optionFields...)
+	fields := append([]string{"workload", "target", "session", "flows", "duration_ms", "endpoint"}, optionFields...)
 	// A tcp_crr flow connects anew for every transaction, on its own
 	// thread, where a namespace entered for the connect would not reach.
 	if row.Shape != workload.ConnectRequestResponse {
@@ -581,6 +590,13 @@ func (w *wireRequest) decodeRunCommon(spec *RunSpec, row workload.Row) error {
 	spec.DurationMS = *w.DurationMS
 	if w.NoDelay != nil {
 		spec.NoDelay = *w.NoDelay
+	}
+	if w.Endpoint != nil {
+		e := *w.Endpoint
+		if e == "" || len(e) > 64 || strings.ContainsFunc(e, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return fmt.Errorf("endpoint %q is not a name of 1 to 64 printable characters", e)
+		}
+		spec.Endpoint = e
 	}
 	return w.decodeNetns(spec)
 }

@@ -75,21 +75,22 @@ func (e *engine) run(ctx context.Context, spec RunSpec) (Response, error) {
 // connectAhead readies spec's run, so that connecting its flows and
 // starting their threads happen before whatever frames the run itself:
 // at 1024 flows that was a fifth of a second. Each endpoint the engine
-// serves (its own, or one a run names by Netns) holds one readied run;
+// serves (its own, or one a run names: readyKey) holds one readied run;
 // one readied earlier there and never started is dropped.
 func (e *engine) connectAhead(ctx context.Context, spec RunSpec) error {
 	if spec.Workload == WorkloadPing {
 		return errors.New("ping has no flows to connect ahead")
 	}
-	e.dropReady(spec.Netns)
+	e.dropReady(readyKey(spec))
 	l, err := e.prepare(ctx, spec)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
-	refused := e.stopping || e.ready[spec.Netns] != nil
+	key := readyKey(spec)
+	refused := e.stopping || e.ready[key] != nil
 	if !refused {
-		e.ready[spec.Netns] = l
+		e.ready[key] = l
 	}
 	e.mu.Unlock()
 	if refused {
@@ -102,13 +103,14 @@ func (e *engine) connectAhead(ctx context.Context, spec RunSpec) error {
 // takeReady returns the run readied for spec's session, or nil if none
 // was; a readied run must be started with the spec it was readied with.
 func (e *engine) takeReady(spec RunSpec) (*launch, error) {
+	key := readyKey(spec)
 	e.mu.Lock()
-	l := e.ready[spec.Netns]
+	l := e.ready[key]
 	if l == nil || l.spec.Session != spec.Session {
 		e.mu.Unlock()
 		return nil, nil
 	}
-	delete(e.ready, spec.Netns)
+	delete(e.ready, key)
 	e.mu.Unlock()
 	if l.spec != spec {
 		l.abort()
@@ -117,11 +119,17 @@ func (e *engine) takeReady(spec RunSpec) (*launch, error) {
 	return l, nil
 }
 
-// dropReady aborts the run readied for the endpoint at netns, if any.
-func (e *engine) dropReady(netns string) {
+// readyKey names the endpoint a run is for: by its name where the run
+// gives one, else by its namespace ("" for the engine's own).
+func readyKey(spec RunSpec) string {
+	return spec.Netns + "\x00" + spec.Endpoint
+}
+
+// dropReady aborts the run readied for the endpoint key, if any.
+func (e *engine) dropReady(key string) {
 	e.mu.Lock()
-	l := e.ready[netns]
-	delete(e.ready, netns)
+	l := e.ready[key]
+	delete(e.ready, key)
 	e.mu.Unlock()
 	if l != nil {
 		l.abort()

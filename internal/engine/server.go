@@ -26,7 +26,7 @@ type engine struct {
 	stopping  bool
 	listeners []*net.TCPListener
 	// ready holds the runs connected ahead, waiting for their start, by
-	// the namespace they run in ("" for the engine's own).
+	// the endpoint they are for (readyKey).
 	ready map[string]*launch
 
 	// work counts request handlers, accept loops and data connections.

@@ -66,19 +66,23 @@ func mostEngines(fn func()) int {
 // one host with an engine process per endpoint (25 at once) and with one
 // per host and side (2): both measure every client. Left to itself, a
 // case of that many endpoints resolves to per_host; tcp_crr, whose flows
-// connect from their own endpoints, stays per endpoint.
+// connect from their own endpoints, stays per endpoint. In the host mode
+// every endpoint is the host's namespace, and each client's flows are
+// still connected ahead of the sample.
 func TestEnginesPerHostServeAHostsEndpoints(t *testing.T) {
 	for _, tc := range []struct {
-		engines, workload string
-		recorded          string
-		most              int
+		mode, engines, workload string
+		recorded                string
+		most                    int
 	}{
-		{model.EnginesPerEndpoint, "tcp_rr", model.EnginesPerEndpoint, 25},
-		{"", "tcp_rr", model.EnginesPerHost, 2},
-		{model.EnginesPerHost, "udp_stream", model.EnginesPerHost, 2},
-		{"", "tcp_crr", "", 25},
+		{"bridge", model.EnginesPerEndpoint, "tcp_rr", model.EnginesPerEndpoint, 25},
+		{"bridge", "", "tcp_rr", model.EnginesPerHost, 2},
+		{"bridge", model.EnginesPerHost, "udp_stream", model.EnginesPerHost, 2},
+		{"bridge", "", "tcp_crr", "", 25},
+		// The host mode's endpoints are all the host's namespace.
+		{"host", "", "tcp_stream", model.EnginesPerHost, 2},
 	} {
-		t.Run(fmt.Sprintf("%s/%s", tc.workload, tc.engines), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", tc.mode, tc.workload, tc.engines), func(t *testing.T) {
 			knob := ""
 			if tc.engines != "" {
 				knob = ", engines: " + tc.engines
@@ -93,11 +97,11 @@ name: engines
 duration: 400ms
 warmup: 0s
 samples: 1
-modes: [bridge]
+modes: [%s]
 topologies: [chc]
 workloads:
   - {type: %s, pattern: fan_in, clients: 24%s}
-`, tc.workload, knob))
+`, tc.mode, tc.workload, knob))
 			})
 			if len(cases) != 1 {
 				t.Fatalf("%d cases", len(cases))
@@ -111,7 +115,7 @@ workloads:
 				t.Errorf("%s: recorded engines %q, %d engine processes at most; want %q and %d", c.Key, c.Params.Engines, most, tc.recorded, tc.most)
 			}
 			perEndpoint := v[model.ThroughputPerEndpointBPS]
-			if tc.workload != "udp_stream" {
+			if tc.workload == "tcp_rr" || tc.workload == "tcp_crr" {
 				perEndpoint = v[model.TransactionsPerS]
 			}
 			if perEndpoint <= 0 {
