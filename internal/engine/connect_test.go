@@ -57,14 +57,7 @@ func TestConnectAheadReadiesTheRun(t *testing.T) {
 		t.Fatalf("%d established sockets after connecting %d flows ahead, want %d", n, spec.Flows, 2*spec.Flows)
 	}
 	began := time.Now()
-	run, err := client.Run(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := server.Collect(ctx, spec.Session, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, got := runAndCollect(t, ctx, client, server, spec)
 	if got.Flows != spec.Flows || got.ReceivedBytes != run.SentBytes || run.SentBytes == 0 {
 		t.Errorf("readied run: %d flows, received %d of %d bytes sent", got.Flows, got.ReceivedBytes, run.SentBytes)
 	}

@@ -43,6 +43,21 @@ func startEngine(t *testing.T) *Client {
 	return c
 }
 
+// runAndCollect runs spec from client and collects its session from
+// server, which may be the same engine.
+func runAndCollect(t *testing.T, ctx context.Context, client, server *Client, spec RunSpec) (*RunResult, *SessionResult) {
+	t.Helper()
+	run, err := client.Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := server.Collect(ctx, spec.Session, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, got
+}
+
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
@@ -151,14 +166,7 @@ func TestTCPRR(t *testing.T) {
 		ResponseSize: 300,
 		DurationMS:   500,
 	}
-	run, err := client.Run(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := server.Collect(ctx, spec.Session, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, got := runAndCollect(t, ctx, client, server, spec)
 	if run.Transactions <= 0 {
 		t.Fatalf("%d transactions", run.Transactions)
 	}

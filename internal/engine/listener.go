@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"cnbench/internal/netns"
 )
 
 // listen starts a data listener, a TCP listener and a UDP socket on one
 // port, and serves them in the background until the engine stops. The
 // socket options apply to every connection and datagram socket it serves.
-// Both sockets open in the namespace at netns (see inNamespace), and so do
-// the connections the listener accepts.
-func (e *engine) listen(addr string, port int, netns string, o SocketOptions) (int, error) {
+// Both sockets open in the namespace whose file is nsPath (netns.DoAt),
+// and so do the connections the listener accepts.
+func (e *engine) listen(addr string, port int, nsPath string, o SocketOptions) (int, error) {
 	ip, err := netip.ParseAddr(addr)
 	if err != nil {
 		return 0, fmt.Errorf("listen address %q: %w", addr, err)
@@ -35,7 +37,7 @@ func (e *engine) listen(addr string, port int, netns string, o SocketOptions) (i
 	for attempt := 0; ; attempt++ {
 		var ln *net.TCPListener
 		var bound, fd int
-		err := inNamespace(netns, func() error {
+		err := netns.DoAt(nsPath, func() error {
 			lc := net.ListenConfig{Control: controlOptions(o)}
 			l, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
 			if err != nil {

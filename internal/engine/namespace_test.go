@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -73,14 +72,7 @@ func TestOneEngineServesOtherNamespaces(t *testing.T) {
 	t.Run("tcp_stream", func(t *testing.T) {
 		before := sentOn(t, a, "v0")
 		spec := RunSpec{Workload: WorkloadTCPStream, Target: target, Session: 101, Flows: 4, MsgSize: 64 << 10, DurationMS: 300, Netns: a.Path()}
-		run, err := e.Run(ctx, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.Collect(ctx, spec.Session, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run, got := runAndCollect(t, ctx, e, e, spec)
 		crossed := sentOn(t, a, "v0") - before
 		if run.SentBytes == 0 || got.ReceivedBytes != run.SentBytes || crossed < uint64(got.ReceivedBytes) {
 			t.Errorf("sent %d, received %d bytes; %d crossed v0", run.SentBytes, got.ReceivedBytes, crossed)
@@ -88,14 +80,7 @@ func TestOneEngineServesOtherNamespaces(t *testing.T) {
 	})
 	t.Run("udp_stream", func(t *testing.T) {
 		spec := RunSpec{Workload: WorkloadUDPStream, Target: target, Session: 102, Flows: 2, MsgSize: 1200, DurationMS: 200, RateBPS: 50e6, Netns: a.Path()}
-		run, err := e.Run(ctx, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := e.Collect(ctx, spec.Session, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		run, got := runAndCollect(t, ctx, e, e, spec)
 		if run.SentPackets == 0 || got.PeerSent != run.SentPackets || got.Packets == 0 {
 			t.Errorf("sent %d datagrams, listener heard of %d and received %d", run.SentPackets, got.PeerSent, got.Packets)
 		}

@@ -14,6 +14,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
+
+	"cnbench/internal/netns"
 )
 
 // Ping sends ICMP echo requests from a raw socket, which root may open in
@@ -79,7 +81,7 @@ func (e *engine) ping(spec RunSpec) (Response, error) {
 	}
 	var fd int
 	var raw bool
-	err = inNamespace(spec.Netns, func() (err error) {
+	err = netns.DoAt(spec.Netns, func() (err error) {
 		fd, raw, err = pingSocket(target)
 		return err
 	})

@@ -15,6 +15,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"cnbench/internal/netns"
 	"cnbench/internal/workload"
 )
 
@@ -367,7 +368,7 @@ func (e *engine) connectFlows(ctx context.Context, spec RunSpec) ([]*clientFlow,
 
 // connectFlow opens one flow's sockets in the run's namespace.
 func (e *engine) connectFlow(ctx context.Context, spec RunSpec, index int) (flow *clientFlow, err error) {
-	err = inNamespace(spec.Netns, func() error {
+	err = netns.DoAt(spec.Netns, func() error {
 		flow, err = e.dialFlow(ctx, spec, index)
 		return err
 	})

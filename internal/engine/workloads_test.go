@@ -29,14 +29,7 @@ func TestUDPStreamAtRate(t *testing.T) {
 		Workload: WorkloadUDPStream, Target: listenLoopback(t, server, SocketOptions{ReceiveBuffer: 16 << 20}),
 		Session: 11, Flows: 1, MsgSize: 1000, DurationMS: 600, RateBPS: 80_000_000,
 	}
-	run, err := client.Run(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := server.Collect(ctx, spec.Session, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, got := runAndCollect(t, ctx, client, server, spec)
 	// 80 Mbit/s x 0.6 s of 1000-byte datagrams.
 	want := 80e6 * 0.6 / 8000
 	if f := float64(run.SentPackets); f < 0.9*want || f > 1.05*want {
@@ -71,14 +64,7 @@ func TestUDPStreamUnlimitedAccountsLoss(t *testing.T) {
 	// A small receive buffer makes an unpaced sender overrun it.
 	target := listenLoopback(t, server, SocketOptions{ReceiveBuffer: 4096})
 	spec := RunSpec{Workload: WorkloadUDPStream, Target: target, Session: 12, Flows: 1, MsgSize: 1472, DurationMS: 400}
-	run, err := client.Run(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := server.Collect(ctx, spec.Session, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, got := runAndCollect(t, ctx, client, server, spec)
 	if run.SentPackets == 0 || got.PeerSent != run.SentPackets || got.Packets+got.PeerLost != run.SentPackets {
 		t.Errorf("sent %d, listener saw %d sent, %d received, %d lost", run.SentPackets, got.PeerSent, got.Packets, got.PeerLost)
 	}
@@ -92,14 +78,7 @@ func TestUDPRR(t *testing.T) {
 		Workload: WorkloadUDPRR, Target: listenLoopback(t, server, SocketOptions{}),
 		Session: 13, Flows: 2, RequestSize: 64, ResponseSize: 1200, DurationMS: 400,
 	}
-	run, err := client.Run(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := server.Collect(ctx, spec.Session, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, got := runAndCollect(t, ctx, client, server, spec)
 	if run.Transactions <= 0 || run.Transactions+run.Lost != run.SentPackets {
 		t.Fatalf("%d transactions + %d lost, %d requests", run.Transactions, run.Lost, run.SentPackets)
 	}

@@ -74,10 +74,34 @@ func (ns *NS) Handle() vnetns.NsHandle { return ns.handle }
 
 // Do runs fn with the calling goroutine's thread inside the namespace.
 func (ns *NS) Do(fn func() error) error {
+	return doIn(ns.handle, fmt.Sprintf("namespace %q", ns.Name), fn)
+}
+
+// DoAt runs fn with the calling goroutine's thread inside the namespace
+// whose file is path (such as another NS's Path); an empty path runs fn
+// where the thread is. Sockets fn opens on that goroutine stay in the
+// namespace after the thread leaves it.
+//
+// Equivalent to: nsenter --net=PATH
+func DoAt(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
+	h, err := vnetns.GetFromPath(path)
+	if err != nil {
+		return fmt.Errorf("open netns %s: %w", path, err)
+	}
+	defer h.Close()
+	return doIn(h, "netns "+path, fn)
+}
+
+// doIn runs fn on a locked thread inside the namespace h, named what in
+// errors.
+func doIn(h vnetns.NsHandle, what string, fn func() error) error {
 	var fnErr error
 	err := onLockedThread(func() error {
-		if err := vnetns.Set(ns.handle); err != nil {
-			return fmt.Errorf("enter namespace %q: %w", ns.Name, err)
+		if err := vnetns.Set(h); err != nil {
+			return fmt.Errorf("enter %s: %w", what, err)
 		}
 		fnErr = fn()
 		return nil
