@@ -82,13 +82,13 @@ func (e *engine) connectAhead(ctx context.Context, spec RunSpec) error {
 	if spec.Workload == WorkloadPing {
 		return errors.New("ping has no flows to connect ahead")
 	}
-	e.dropReady(readyKey(spec))
+	key := readyKey(spec)
+	e.dropReady(key)
 	l, err := e.prepare(ctx, spec)
 	if err != nil {
 		return err
 	}
 	e.mu.Lock()
-	key := readyKey(spec)
 	refused := e.stopping || e.ready[key] != nil
 	if !refused {
 		e.ready[key] = l
@@ -120,8 +120,8 @@ func (e *engine) takeReady(spec RunSpec) (*launch, error) {
 	return l, nil
 }
 
-// readyKey names the endpoint a run is for: by its name where the run
-// gives one, else by its namespace ("" for the engine's own).
+// readyKey names the endpoint a run is for: by its namespace ("" for the
+// engine's own) and, where the run gives one, its name.
 func readyKey(spec RunSpec) string {
 	return spec.Netns + "\x00" + spec.Endpoint
 }
