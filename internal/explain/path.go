@@ -67,8 +67,12 @@ func combine(ds []model.DirectionLatency) model.DirectionLatency {
 	totals := make([]float64, len(main))
 	for i, d := range main {
 		totals[i] = d.TotalUS
+		out.MeanUS += d.MeanUS * float64(d.Messages)
 		out.Messages += d.Messages
 		out.Others += d.Others
+	}
+	if out.Messages > 0 {
+		out.MeanUS /= float64(out.Messages)
 	}
 	out.TotalUS = stats.Median(totals)
 	spread := span(totals)

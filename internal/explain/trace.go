@@ -218,7 +218,7 @@ func (t *Tracing) Latency() model.PathLatency {
 	t.mu.Lock()
 	events := t.events
 	t.mu.Unlock()
-	dirs := directionLatencies(trails(events, t.spaces))
+	dirs := directionLatencies(trails(events, t.spaces, traceWindow))
 	if len(dirs) == 0 {
 		return model.PathLatency{Note: fmt.Sprintf("no message was followed from its send to its read (%d events traced)", len(events))}
 	}

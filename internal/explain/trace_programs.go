@@ -53,6 +53,12 @@ type traceMaps struct {
 // dropped.
 type window struct{ shift, bits int32 }
 
+// same reports whether times a and b (ns) fall in one traced window;
+// without windows every event is traced and any two do.
+func (w window) same(a, b uint64) bool {
+	return w.bits == 0 || a>>w.shift == b>>w.shift
+}
+
 // prologue reads the time into r9 and leaves the program outside the
 // tracing window; it zeroes the event and stores time, key (from src)
 // and kind.

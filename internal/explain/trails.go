@@ -72,8 +72,9 @@ type flowKey struct {
 // every device its packet passed to the receiving application's read.
 // Events of one packet share its sk_buff's address; the socket events
 // join them by the connection's ports and direction.
-func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
+func trails(events []traceEvent, spaces []TraceNamespace, w window) []*trail {
 	f := follower{
+		window:   w,
 		spaces:   map[uint32]TraceNamespace{},
 		open:     map[flowKey]*trail{},
 		byPacket: map[uint64]*trail{},
@@ -104,6 +105,7 @@ func trails(events []traceEvent, spaces []TraceNamespace) []*trail {
 // follower holds the messages under way while events are read in time
 // order.
 type follower struct {
+	window   window
 	spaces   map[uint32]TraceNamespace
 	open     map[flowKey]*trail
 	byPacket map[uint64]*trail
@@ -118,9 +120,12 @@ type portKey struct {
 	dir  string
 }
 
-// live reports whether t still waits for stages at now.
-func live(t *trail, now uint64) bool {
-	return t != nil && !t.done && now-t.times[len(t.times)-1] < staleTrailNS
+// live reports whether t still waits for stages at now. A trail begun
+// in an earlier tracing window is not: the events between the windows
+// were never seen, and joining the next window's events to it would make
+// a message of milliseconds out of two halves.
+func (f *follower) live(t *trail, now uint64) bool {
+	return t != nil && !t.done && now-t.times[len(t.times)-1] < staleTrailNS && f.window.same(t.times[0], now)
 }
 
 // send starts a message where TCP starts sending one.
@@ -139,7 +144,7 @@ func (f *follower) packet(e traceEvent, ns TraceNamespace) {
 	dir := direction(ns, true)
 	// A packet sent from an endpoint after its address was received is a
 	// new one that took a freed sk_buff's address.
-	if t := f.byPacket[e.Key]; live(t, e.TimeNS) && (e.Kind == eventRx || dir == "" || !t.received) {
+	if t := f.byPacket[e.Key]; f.live(t, e.TimeNS) && (e.Kind == eventRx || dir == "" || !t.received) {
 		t.received = t.received || e.Kind == eventRx
 		t.add(stageLabel(e, ns), e.TimeNS)
 		return
@@ -149,7 +154,7 @@ func (f *follower) packet(e traceEvent, ns TraceNamespace) {
 	}
 	key := flowKey{pairOf(e.Sport, e.Dport), dir}
 	t := f.open[key]
-	if !live(t, e.TimeNS) || t.packet != 0 {
+	if !f.live(t, e.TimeNS) || t.packet != 0 {
 		t = &trail{dir: dir}
 		f.open[key] = t
 	}
@@ -167,7 +172,7 @@ func (f *follower) socket(e traceEvent, ns TraceNamespace) {
 	if e.Dport == 0 {
 		t = f.byPort[portKey{e.Sport, dir}]
 	}
-	if dir == "" || !live(t, e.TimeNS) || !t.received {
+	if dir == "" || !f.live(t, e.TimeNS) || !t.received {
 		return
 	}
 	if e.Kind == eventReady {
@@ -253,6 +258,7 @@ func directionLatencies(done []*trail) []model.DirectionLatency {
 			totals[i] = float64(t.times[len(t.times)-1]-t.times[0]) / 1e3
 		}
 		d.TotalUS = stats.Median(totals)
+		d.MeanUS = stats.Summarize(totals).Mean
 		for g := 0; g+1 < len(d.Stages); g++ {
 			gaps := make([]float64, len(best))
 			for i, t := range best {

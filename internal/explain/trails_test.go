@@ -59,7 +59,7 @@ func TestTrailsJoinSocketsAndPackets(t *testing.T) {
 	fin := events[len(events)-2]
 	fin.TimeNS++
 	events = append(events, fin)
-	got := trails(events, testSpaces)
+	got := trails(events, testSpaces, window{})
 	if len(got) != 6 {
 		t.Fatalf("%d trails, want 6 (3 requests, 3 responses)", len(got))
 	}
@@ -98,7 +98,7 @@ func TestTrailsOfAnUnconnectedServer(t *testing.T) {
 		{TimeNS: 300, Key: 9, Netns: nsServer, Sport: 5201, Kind: eventReady},
 		{TimeNS: 700, Key: 9, Netns: nsServer, Sport: 5201, Kind: eventRead},
 	}
-	got := trails(events, testSpaces)
+	got := trails(events, testSpaces, window{})
 	if len(got) != 1 || stagesOf(got[0]) != "tx eth0@client > rx eth0@server > socket@server > read@server" {
 		t.Fatalf("trails: %v", got)
 	}
@@ -123,10 +123,47 @@ func TestTrailsLeaveOutWhatIsNotAMessage(t *testing.T) {
 		late[i].TimeNS += staleTrailNS + 1
 	}
 	events = append(events, late...)
-	if got := trails(events, testSpaces); len(got) != 0 {
+	if got := trails(events, testSpaces, window{}); len(got) != 0 {
 		for _, tr := range got {
 			t.Errorf("unexpected %s trail: %s", tr.dir, stagesOf(tr))
 		}
+	}
+}
+
+// TestTrailsEndWithTheirWindow: the tracer sees one window in eight, so
+// a request whose socket is told at the end of one window and a read in
+// the next are not one message, though the read comes well within
+// staleTrailNS. Messages inside a window are followed, the joined one is
+// not.
+func TestTrailsEndWithTheirWindow(t *testing.T) {
+	w := window{shift: 20, bits: 3}
+	if !w.same(0, (1<<20)-1) || w.same((1<<20)-1, 1<<20) {
+		t.Fatalf("windows of 2^20 ns: same(0, 2^20-1) and not same(2^20-1, 2^20)")
+	}
+	next := uint64(8 << 20) // the next traced window's start
+	events := tcpExchange(0, 1000, 1, 2)
+	cut := tcpExchange((1<<20)-6_500, 1000, 3, 4)
+	events = append(events, cut[:6]...) // up to the request's socket stage
+	for i, e := range cut[6:] {         // its read and the whole response
+		e.TimeNS = next + uint64(i)*1000
+		events = append(events, e)
+	}
+	got := trails(events, testSpaces, w)
+	var paths []string
+	for _, tr := range got {
+		paths = append(paths, tr.dir+": "+stagesOf(tr))
+		if total := tr.times[len(tr.times)-1] - tr.times[0]; total > 1<<20 {
+			t.Errorf("a %s of %d ns spans windows: %s", tr.dir, total, stagesOf(tr))
+		}
+	}
+	// The first exchange's request and response, the second's response.
+	if len(got) != 3 {
+		t.Errorf("got %d trails, want 3:\n%s", len(got), strings.Join(paths, "\n"))
+	}
+	// Without windows the request joins across the gap: the check fails
+	// when the window is ignored.
+	if all := trails(events, testSpaces, window{}); len(all) != 4 {
+		t.Errorf("without windows %d trails, want 4 (the request joined across the gap)", len(all))
 	}
 }
 
@@ -140,13 +177,13 @@ func TestMostCommonPathAndMedians(t *testing.T) {
 	// A fourth request skips the host's transmit (another path).
 	odd := tcpExchange(5_000_000, 1000, 0xff00, 0xff01)
 	events = append(events, append(odd[:3:3], odd[4:7]...)...)
-	dirs := directionLatencies(trails(events, testSpaces))
+	dirs := directionLatencies(trails(events, testSpaces, window{}))
 	req := dirs[0]
 	if req.Direction != "request" || req.Messages != 3 || req.Others != 1 {
 		t.Fatalf("request: %+v", req)
 	}
-	if req.TotalUS != 12 || req.GapsUS[0] != 2 {
-		t.Errorf("median total %v us (want 12), first gap %v us (want 2)", req.TotalUS, req.GapsUS[0])
+	if req.TotalUS != 12 || req.GapsUS[0] != 2 || req.MeanUS != 24 {
+		t.Errorf("median total %v us (want 12), first gap %v us (want 2), mean total %v us (want 24: 6, 12 and 54)", req.TotalUS, req.GapsUS[0], req.MeanUS)
 	}
 }
 
@@ -154,7 +191,7 @@ func TestMostCommonPathAndMedians(t *testing.T) {
 // samples took, the median of their medians, every message counted.
 func TestCasePathTakesTheMedianOfSamples(t *testing.T) {
 	dir := func(total float64, n int, stages ...string) model.DirectionLatency {
-		return model.DirectionLatency{Direction: "request", Stages: stages, GapsUS: []float64{total}, TotalUS: total, Messages: n}
+		return model.DirectionLatency{Direction: "request", Stages: stages, GapsUS: []float64{total}, TotalUS: total, MeanUS: total + 1, Messages: n}
 	}
 	samples := []model.Sample{
 		{Profile: &model.Profile{Path: &model.PathLatency{Directions: []model.DirectionLatency{dir(10, 100, "a", "b")}}}},
@@ -170,6 +207,10 @@ func TestCasePathTakesTheMedianOfSamples(t *testing.T) {
 	d := p.Directions[0]
 	if d.TotalUS != 20 || d.GapsUS[0] != 20 || d.Messages != 300 || d.Others != 7 {
 		t.Errorf("%+v", d)
+	}
+	// The mean is over the main path's messages: (11+31+21)x100 / 300.
+	if d.MeanUS != 21 {
+		t.Errorf("mean %v us, want 21", d.MeanUS)
 	}
 	if d.TotalRangeUS == nil || *d.TotalRangeUS != [2]float64{10, 30} || len(d.GapsRangeUS) != 1 || d.GapsRangeUS[0] != [2]float64{10, 30} {
 		t.Errorf("the samples' spread: total %v, gaps %v; want 10-30", d.TotalRangeUS, d.GapsRangeUS)
@@ -187,7 +228,7 @@ func TestCasePathTakesTheMedianOfSamples(t *testing.T) {
 func TestAFreedAddressStartsANewMessage(t *testing.T) {
 	first := tcpExchange(0, 1000, 0xff00, 0xff01)[:5] // up to the server's device
 	second := tcpExchange(100_000, 1000, 0xff00, 0xff01)[:7]
-	got := trails(append(first, second...), testSpaces)
+	got := trails(append(first, second...), testSpaces, window{})
 	if len(got) != 1 || len(got[0].stages) != 7 || got[0].times[0] != 100_000 {
 		for _, tr := range got {
 			t.Errorf("trail from %d ns: %s", tr.times[0], stagesOf(tr))

@@ -299,6 +299,12 @@ type DirectionLatency struct {
 	GapsUS []float64 `json:"gaps_us"`
 	// TotalUS is the median microseconds from the first stage to the last.
 	TotalUS float64 `json:"total_us"`
+	// MeanUS is their mean (over a case's samples, weighted by messages).
+	// Means add up where medians do not: the two ways' means and the
+	// endpoints' turnarounds make the mean round trip, even when the
+	// reader is sometimes already awake and sometimes woken, and the
+	// times split in two groups whose median says little of the sum.
+	MeanUS float64 `json:"mean_us"`
 	// Over a case's samples, GapsUS and TotalUS are the medians of the
 	// samples' medians, and these their lowest and highest: how far the
 	// samples spread. Empty in one sample's figures.

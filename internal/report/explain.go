@@ -252,6 +252,7 @@ func writePath(w io.Writer, e *Explanation) error {
 			total = rangeOf([][2]float64{*d.TotalRangeUS}, 0)
 		}
 		fmt.Fprintf(tw, "    first to last stage\t%.2f\t%s%s\n", d.TotalUS, total, vs)
+		fmt.Fprintf(tw, "    first to last stage, mean\t%.2f\t\n", d.MeanUS)
 	}
 	return tw.Flush()
 }

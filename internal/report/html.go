@@ -55,6 +55,7 @@ type htmlPathDirection struct {
 	Messages, Others int
 	Gaps             []htmlGap
 	Total, VsHost    string
+	Mean             string
 }
 
 // htmlGap is one gap between stages, with its bar's width in percent of
@@ -260,7 +261,7 @@ func paths(rep *Report) []htmlPath {
 			for _, g := range d.GapsUS {
 				sum += g
 			}
-			hd := htmlPathDirection{Name: d.Direction, Messages: d.Messages, Others: d.Others, Total: fmt.Sprintf("%.2f", d.TotalUS)}
+			hd := htmlPathDirection{Name: d.Direction, Messages: d.Messages, Others: d.Others, Total: fmt.Sprintf("%.2f", d.TotalUS), Mean: fmt.Sprintf("%.2f", d.MeanUS)}
 			if v, ok := e.PathVsHostUS[d.Direction]; ok {
 				hd.VsHost = fmt.Sprintf("%+.2f", v)
 			}
