@@ -208,6 +208,7 @@ const (
 // Contains reports whether addr is one an endpoint on host h may have
 // under a; external addresses are anything.
 func (a Addressing) Contains(h *Host, addr netip.Addr) bool {
+	addr = To4(addr) // the IPv6 plan is the IPv4 plan's twin (family.go)
 	switch a {
 	case HostAddresses:
 		return addr == h.Addr

@@ -100,7 +100,7 @@ func (t *Topology) buildRouted() error {
 	if err != nil {
 		return err
 	}
-	if err := rns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+	if err := t.forward(rns); err != nil {
 		return err
 	}
 	t.RouterHost = &Host{Name: "rtr", NS: rns, Handle: rh}
@@ -120,7 +120,7 @@ func (t *Topology) buildRouted() error {
 		if err := t.configureNIC(h, NICName, netip.PrefixFrom(h.Addr, h.Segment.Bits())); err != nil {
 			return err
 		}
-		if err := addRoute(h, Pool, h.Router); err != nil {
+		if err := t.addRoute(h, Pool, h.Router); err != nil {
 			return err
 		}
 	}
@@ -133,7 +133,7 @@ func (t *Topology) newHost(i int, addr netip.Addr, segment netip.Prefix, router 
 	if err != nil {
 		return nil, err
 	}
-	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+	if err := t.forward(ns); err != nil {
 		return nil, err
 	}
 	h := &Host{Index: i, Name: name, NS: ns, Addr: addr, Segment: segment, Router: router, Handle: handle}
@@ -165,15 +165,23 @@ func setUpByName(name string) error {
 	return netlink.LinkSetUp(l)
 }
 
-// addRoute adds a route to dst via gw in host h.
+// addRoute adds a route to dst via gw in host h, in each of the
+// topology's families.
 //
 // Equivalent to: ip route add DST via GW
-func addRoute(h *Host, dst netip.Prefix, gw netip.Addr) error {
-	route := &netlink.Route{Dst: ipNet(dst), Gw: net.IP(gw.AsSlice())}
-	if err := h.Handle.RouteAdd(route); err != nil {
-		return fmt.Errorf("route %s via %s in %q: %w", dst, gw, h.NS.Name, err)
+func (t *Topology) addRoute(h *Host, dst netip.Prefix, gw netip.Addr) error {
+	return t.Family().AddRoute(h.Handle, h.NS.Name, Route{Dst: dst, Gw: gw})
+}
+
+// forward makes ns a router for the topology's families.
+//
+// Equivalent to: ip netns exec NS sysctl -w net.ipv4.ip_forward=1
+// (net.ipv6.conf.all.forwarding=1 with IPv6)
+func (t *Topology) forward(ns *netns.NS) error {
+	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return err
 	}
-	return nil
+	return t.Family().PrepareNamespace(ns, true)
 }
 
 // configureNIC addresses a NIC, brings it up and applies the rate limit.
@@ -185,8 +193,8 @@ func (t *Topology) configureNIC(h *Host, name string, addr netip.Prefix) error {
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", name, h.NS.Name, err)
 	}
-	if err := h.Handle.AddrAdd(nic, &netlink.Addr{IPNet: ipNet(addr)}); err != nil {
-		return fmt.Errorf("address %s on %s in %q: %w", addr, name, h.NS.Name, err)
+	if err := t.Family().AddAddress(h.Handle, h.NS.Name, nic, addr, netlink.SCOPE_UNIVERSE); err != nil {
+		return err
 	}
 	if err := h.Handle.LinkSetUp(nic); err != nil {
 		return fmt.Errorf("set %s up in %q: %w", name, h.NS.Name, err)

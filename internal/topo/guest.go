@@ -64,7 +64,7 @@ func AdoptNIC(token netns.Token, opts Options, index int, mac net.HardwareAddr, 
 		return nil, nil, err
 	}
 	for dst, via := range routes {
-		if err := addRoute(h, dst, via); err != nil {
+		if err := t.addRoute(h, dst, via); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -51,7 +51,7 @@ func (t *Topology) buildLeafSpine(n int) error {
 	if err != nil {
 		return err
 	}
-	if err := sns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+	if err := t.forward(sns); err != nil {
 		return err
 	}
 	spine := &Host{Name: "sp", NS: sns, Handle: sh}
@@ -62,7 +62,7 @@ func (t *Topology) buildLeafSpine(n int) error {
 		if err != nil {
 			return err
 		}
-		if err := lns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		if err := t.forward(lns); err != nil {
 			return err
 		}
 		leaf := &Host{Name: name, NS: lns, Handle: lh}
@@ -77,7 +77,7 @@ func (t *Topology) buildLeafSpine(n int) error {
 		if err := t.configureNIC(leaf, "up0", toLeaf); err != nil {
 			return err
 		}
-		if err := addRoute(leaf, Pool, toSpine.Addr()); err != nil {
+		if err := t.addRoute(leaf, Pool, toSpine.Addr()); err != nil {
 			return err
 		}
 	}
@@ -100,17 +100,17 @@ func (t *Topology) buildLeafSpine(n int) error {
 		if err := t.configureNIC(h, NICName, netip.PrefixFrom(h.Addr, h.Segment.Bits())); err != nil {
 			return err
 		}
-		if err := addRoute(h, Pool, h.Router); err != nil {
+		if err := t.addRoute(h, Pool, h.Router); err != nil {
 			return err
 		}
-		if err := addRoute(spine, SegmentPrefix(i), toLeaf.Addr()); err != nil {
+		if err := t.addRoute(spine, SegmentPrefix(i), toLeaf.Addr()); err != nil {
 			return err
 		}
 		for _, dst := range EndpointSubnets(i) {
-			if err := addRoute(leaf, dst, h.Addr); err != nil {
+			if err := t.addRoute(leaf, dst, h.Addr); err != nil {
 				return err
 			}
-			if err := addRoute(spine, dst, toLeaf.Addr()); err != nil {
+			if err := t.addRoute(spine, dst, toLeaf.Addr()); err != nil {
 				return err
 			}
 		}

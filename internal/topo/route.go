@@ -43,14 +43,14 @@ func (t *Topology) RouteEndpoints(subnets func(host int) []netip.Prefix) error {
 				via = h.Router
 			}
 			for _, dst := range subnets(m.index) {
-				if err := addRoute(h, dst, via); err != nil {
+				if err := t.addRoute(h, dst, via); err != nil {
 					return err
 				}
 			}
 		}
 		if t.RouterHost != nil {
 			for _, dst := range subnets(h.Index) {
-				if err := addRoute(t.RouterHost, dst, h.Addr); err != nil {
+				if err := t.addRoute(t.RouterHost, dst, h.Addr); err != nil {
 					return err
 				}
 			}
@@ -109,22 +109,8 @@ func (t *Topology) PinAtRouter(h *Host, addr netip.Addr, mac net.HardwareAddr) (
 	if err != nil {
 		return nil, fmt.Errorf("find %s in %q: %w", p.name, p.ns.Name, err)
 	}
-	if err := PinNeighbour(p.handle, p.ns.Name, port, addr, mac); err != nil {
+	if err := t.Family().PinNeighbour(p.handle, p.ns.Name, port, addr, mac); err != nil {
 		return nil, err
 	}
 	return port.Attrs().HardwareAddr, nil
-}
-
-// PinNeighbour enters ip at mac on link, through handle h in the
-// namespace named ns, for good: a permanent entry, which the kernel's
-// bound on its one ARP table (gc_thresh3) does not count.
-//
-// Equivalent to: ip -n NS neigh replace IP lladdr MAC dev LINK nud permanent
-func PinNeighbour(h *netlink.Handle, ns string, link netlink.Link, ip netip.Addr, mac net.HardwareAddr) error {
-	entry := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-		IP: net.IP(ip.AsSlice()), HardwareAddr: mac}
-	if err := h.NeighSet(entry); err != nil {
-		return fmt.Errorf("neighbour %s on %s in %q: %w", ip, link.Attrs().Name, ns, err)
-	}
-	return nil
 }

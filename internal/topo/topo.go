@@ -41,6 +41,9 @@ type Options struct {
 	// Offloads of the NICs and every veth; empty fields keep the kernel's
 	// defaults.
 	Offloads Offloads
+	// Family is the IP version of every address the topology and its
+	// modes assign; empty is IPv4.
+	Family Family
 }
 
 // Host is an emulated machine: a namespace with one emulated NIC.
@@ -127,6 +130,10 @@ func (t *Topology) NewNamespace(role string) (*netns.NS, *netlink.Handle, error)
 	h, err := netlink.NewHandleAt(ns.Handle())
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("netlink handle in %q: %w", ns.Name, err), ns.Delete())
+	}
+	if err := t.Family().PrepareNamespace(ns, false); err != nil {
+		h.Close()
+		return nil, nil, errors.Join(err, ns.Delete())
 	}
 	t.mu.Lock()
 	t.namespaces = append(t.namespaces, ns)

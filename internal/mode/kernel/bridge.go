@@ -49,18 +49,18 @@ var _ mode.Acquainter = (*bridgeMode)(nil)
 // their gateways, which are pinned already): a fan-in of 1022 clients
 // had 249 of them resolve the server by ARP, and some failed.
 func (m *bridgeMode) Acquaint(client, server *topo.Endpoint) error {
-	return acquaintBehindHost(client, server)
+	return acquaintBehindHost(m.t.Family(), client, server)
 }
 
 // acquaintBehindHost pins client and server to each other where they sit
 // in one endpoint subnet of one host.
-func acquaintBehindHost(client, server *topo.Endpoint) error {
+func acquaintBehindHost(f topo.Family, client, server *topo.Endpoint) error {
 	if client.Host != server.Host {
 		return nil
 	}
 	for _, subnet := range topo.EndpointSubnets(client.Host.Index) {
-		if subnet.Contains(client.Addr) && subnet.Contains(server.Addr) {
-			return pinEachOther(client, server)
+		if subnet.Contains(topo.To4(client.Addr)) && subnet.Contains(topo.To4(server.Addr)) {
+			return pinEachOther(f, client, server)
 		}
 	}
 	return nil
@@ -80,7 +80,7 @@ const BridgePorts = 1023
 func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bridges map[int]netlink.Link) (*topo.Endpoint, error) {
 	br, ok := bridges[h.Index]
 	if !ok {
-		if err := withoutIPv6(h.NS); err != nil {
+		if err := withoutIPv6(t.Family(), h.NS); err != nil {
 			return nil, err
 		}
 		var err error
@@ -97,7 +97,7 @@ func bridgedEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, bri
 	if err != nil {
 		return nil, err
 	}
-	if err := withoutIPv6(ep.ns); err != nil {
+	if err := withoutIPv6(t.Family(), ep.ns); err != nil {
 		return nil, err
 	}
 	hostSide, err := vethInto(h, ep, "v-"+name, t.MTU())
@@ -135,7 +135,7 @@ func numberBehind(h *topo.Host, hostLink netlink.Link, ep endpointNS, idx int, n
 	if err := pinNeighbours(h, hostLink, ep, addr.Addr(), gw); err != nil {
 		return nil, err
 	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr.Addr()}, nil
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: ep.family.Dial(addr.Addr())}, nil
 }
 
 // createBridge makes host h's bridge holding the endpoints' gateway.
@@ -154,7 +154,7 @@ func createBridge(t *topo.Topology, h *topo.Host) (netlink.Link, error) {
 	if err := h.Handle.LinkAdd(br); err != nil {
 		return nil, fmt.Errorf("create bridge %s in %q: %w", bridgeName, h.NS.Name, err)
 	}
-	return br, holdGateway(h, br)
+	return br, holdGateway(t.Family(), h, br)
 }
 
 // holdGateway gives link host h's addresses on its endpoint subnets, the
@@ -162,10 +162,10 @@ func createBridge(t *topo.Topology, h *topo.Host) (netlink.Link, error) {
 //
 // Equivalent to: ip addr add 198.19.I.254/24 dev LINK; (for hosts with an
 // extension block) ip addr add EXT.254/22 dev LINK; ip link set LINK up
-func holdGateway(h *topo.Host, link netlink.Link) error {
+func holdGateway(f topo.Family, h *topo.Host, link netlink.Link) error {
 	for _, gw := range topo.Gateways(h.Index) {
-		if err := h.Handle.AddrAdd(link, &netlink.Addr{IPNet: topo.IPNet(gw)}); err != nil {
-			return fmt.Errorf("address %s on %s in %q: %w", gw, link.Attrs().Name, h.NS.Name, err)
+		if err := f.AddAddress(h.Handle, h.NS.Name, link, gw, netlink.SCOPE_UNIVERSE); err != nil {
+			return err
 		}
 	}
 	if err := h.Handle.LinkSetUp(link); err != nil {

@@ -19,6 +19,7 @@ const endpointIfName = "eth0"
 type endpointNS struct {
 	ns     *netns.NS
 	handle *netlink.Handle
+	family topo.Family
 }
 
 // newEndpointNS makes an endpoint's namespace.
@@ -29,7 +30,7 @@ func newEndpointNS(t *topo.Topology, name string) (endpointNS, error) {
 	if err != nil {
 		return endpointNS{}, err
 	}
-	return endpointNS{ns: ns, handle: h}, nil
+	return endpointNS{ns: ns, handle: h, family: t.Family()}, nil
 }
 
 // vethInto creates a veth pair with hostSide in host h and eth0 in the
@@ -55,19 +56,21 @@ func vethInto(h *topo.Host, ep endpointNS, hostSide string, mtu int) (netlink.Li
 	return link, nil
 }
 
-// configureEndpoint addresses eth0, brings it up and routes through gw.
-// A /32 address with an on-link gateway is the point-to-point layout of
-// the CNI ptp plugin; a wider prefix is an ordinary LAN.
+// configureEndpoint addresses eth0 (in each of the topology's families),
+// brings it up and routes through gw. A /32 address with an on-link
+// gateway is the point-to-point layout of the CNI ptp plugin; a wider
+// prefix is an ordinary LAN.
 //
 // Equivalent to: ip addr add ADDR dev eth0; ip link set eth0 up;
 // ip route add GW dev eth0 scope link; ip route add default via GW
+// (and with IPv6 the same in the IPv6 plan, addresses without DAD)
 func configureEndpoint(ep endpointNS, addr netip.Prefix, gw netip.Addr) error {
 	link, err := ep.handle.LinkByName(endpointIfName)
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
-	if err := ep.handle.AddrAdd(link, &netlink.Addr{IPNet: topo.IPNet(addr)}); err != nil {
-		return fmt.Errorf("address %s on %q: %w", addr, ep.ns.Name, err)
+	if err := ep.family.AddAddress(ep.handle, ep.ns.Name, link, addr, netlink.SCOPE_UNIVERSE); err != nil {
+		return err
 	}
 	if err := ep.handle.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up in %q: %w", endpointIfName, ep.ns.Name, err)
@@ -76,16 +79,12 @@ func configureEndpoint(ep endpointNS, addr netip.Prefix, gw netip.Addr) error {
 		return nil
 	}
 	if !addr.Contains(gw) {
-		onLink := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: topo.IPNet(netip.PrefixFrom(gw, gw.BitLen())), Scope: netlink.SCOPE_LINK}
-		if err := ep.handle.RouteAdd(onLink); err != nil {
-			return fmt.Errorf("route to gateway %s in %q: %w", gw, ep.ns.Name, err)
+		onLink := topo.Route{Link: link.Attrs().Index, Dst: netip.PrefixFrom(gw, gw.BitLen()), OnLink: true}
+		if err := ep.family.AddRoute(ep.handle, ep.ns.Name, onLink); err != nil {
+			return err
 		}
 	}
-	def := &netlink.Route{LinkIndex: link.Attrs().Index, Gw: net.IP(gw.AsSlice())}
-	if err := ep.handle.RouteAdd(def); err != nil {
-		return fmt.Errorf("default route via %s in %q: %w", gw, ep.ns.Name, err)
-	}
-	return nil
+	return ep.family.AddRoute(ep.handle, ep.ns.Name, topo.Route{Link: link.Attrs().Index, Gw: gw})
 }
 
 // randomMAC is a random unicast address, locally administered.
@@ -114,10 +113,10 @@ func pinNeighbours(h *topo.Host, hostLink netlink.Link, ep endpointNS, addr, gw 
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
-	if err := topo.PinNeighbour(ep.handle, ep.ns.Name, eth, gw, hostLink.Attrs().HardwareAddr); err != nil {
+	if err := ep.family.PinNeighbour(ep.handle, ep.ns.Name, eth, gw, hostLink.Attrs().HardwareAddr); err != nil {
 		return err
 	}
-	return topo.PinNeighbour(h.Handle, h.NS.Name, hostLink, addr, eth.Attrs().HardwareAddr)
+	return ep.family.PinNeighbour(h.Handle, h.NS.Name, hostLink, addr, eth.Attrs().HardwareAddr)
 }
 
 // routeAllOnLink sends everything from the endpoint straight out of eth0,
@@ -129,11 +128,7 @@ func routeAllOnLink(ep endpointNS) error {
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, ep.ns.Name, err)
 	}
-	route := &netlink.Route{LinkIndex: link.Attrs().Index, Scope: netlink.SCOPE_LINK}
-	if err := ep.handle.RouteAdd(route); err != nil {
-		return fmt.Errorf("default route on %s in %q: %w", endpointIfName, ep.ns.Name, err)
-	}
-	return nil
+	return ep.family.AddRoute(ep.handle, ep.ns.Name, topo.Route{Link: link.Attrs().Index, OnLink: true})
 }
 
 // Counter numbers the endpoints a mode places on each host, from 1.
@@ -168,8 +163,8 @@ func Direct(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 }
 
 // pinEachOther makes two endpoints on one link layer known to each other
-// for good (see mode.Acquainter).
-func pinEachOther(a, b *topo.Endpoint) error {
+// for good (see mode.Acquainter), in each of the family's forms.
+func pinEachOther(f topo.Family, a, b *topo.Endpoint) error {
 	ha, err := netlink.NewHandleAt(a.NS.Handle())
 	if err != nil {
 		return fmt.Errorf("netlink handle in %q: %w", a.NS.Name, err)
@@ -188,8 +183,8 @@ func pinEachOther(a, b *topo.Endpoint) error {
 	if err != nil {
 		return fmt.Errorf("find %s in %q: %w", endpointIfName, b.NS.Name, err)
 	}
-	if err := topo.PinNeighbour(ha, a.NS.Name, ethA, b.Addr, ethB.Attrs().HardwareAddr); err != nil {
+	if err := f.PinNeighbour(ha, a.NS.Name, ethA, b.Addr, ethB.Attrs().HardwareAddr); err != nil {
 		return err
 	}
-	return topo.PinNeighbour(hb, b.NS.Name, ethB, a.Addr, ethA.Attrs().HardwareAddr)
+	return f.PinNeighbour(hb, b.NS.Name, ethB, a.Addr, ethA.Attrs().HardwareAddr)
 }

@@ -12,15 +12,15 @@ import (
 // traffic therefore crosses loopback; across hosts, the NICs and the wire.
 const Host = mode.Host
 
-type hostMode struct{}
+type hostMode struct{ family topo.Family }
 
 var _ mode.Mode = hostMode{}
 
-func newHostMode(*topo.Topology) mode.Mode { return hostMode{} }
+func newHostMode(t *topo.Topology) mode.Mode { return hostMode{family: t.Family()} }
 
 // Endpoint is the host itself.
-func (hostMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
-	return &topo.Endpoint{Name: name, Host: h, NS: h.NS, Addr: h.Addr}, nil
+func (m hostMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	return &topo.Endpoint{Name: name, Host: h, NS: h.NS, Addr: m.family.Dial(h.Addr)}, nil
 }
 
 func (hostMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) { return Direct(ep, port) }

@@ -77,7 +77,7 @@ func (m *ipvlanMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error)
 	if err := routeAllOnLink(ep); err != nil {
 		return nil, err
 	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: ep.family.Dial(addr)}, nil
 }
 
 func (m *ipvlanMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {

@@ -104,10 +104,10 @@ var _ mode.Acquainter = (*macvlanMode)(nil)
 // they share a segment (everywhere but across the routed topology's
 // router).
 func (m *macvlanMode) Acquaint(client, server *topo.Endpoint) error {
-	if !client.Host.Segment.Contains(server.Addr) {
+	if !client.Host.Segment.Contains(topo.To4(server.Addr)) {
 		return nil
 	}
-	return pinEachOther(client, server)
+	return pinEachOther(m.t.Family(), client, server)
 }
 
 // MacvlanEndpoints is how many macvlan endpoints a host's NIC takes here:
@@ -146,7 +146,7 @@ func wireEndpoint(t *topo.Topology, h *topo.Host, name string, n Counter, limit 
 	if err := pinRouter(t, h, ep, addr); err != nil {
 		return nil, err
 	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: ep.family.Dial(addr)}, nil
 }
 
 // subInterface creates a new endpoint namespace and, in it, eth0 as a
@@ -163,9 +163,9 @@ func subInterface(t *topo.Topology, h *topo.Host, name string, newLink func(netl
 	if err != nil {
 		return endpointNS{}, err
 	}
-	// The wire carries IPv4; its copies of every endpoint's IPv6
-	// multicast would reach every other endpoint (see withoutIPv6).
-	if err := withoutIPv6(ep.ns); err != nil {
+	// Where the wire carries IPv4 only, its copies of every endpoint's
+	// IPv6 multicast would reach every other endpoint (see withoutIPv6).
+	if err := withoutIPv6(t.Family(), ep.ns); err != nil {
 		return endpointNS{}, err
 	}
 	link := newLink(netlink.LinkAttrs{
@@ -197,5 +197,5 @@ func pinRouter(t *topo.Topology, h *topo.Host, ep endpointNS, addr netip.Addr) e
 	if err != nil || routerMAC == nil {
 		return err
 	}
-	return topo.PinNeighbour(ep.handle, ep.ns.Name, eth, h.Router, routerMAC)
+	return ep.family.PinNeighbour(ep.handle, ep.ns.Name, eth, h.Router, routerMAC)
 }

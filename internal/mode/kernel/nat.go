@@ -31,8 +31,16 @@ type natMode struct {
 	tables  map[int]*natRules
 }
 
+// natRules are one host's NAT tables: one per IP version of the
+// topology's family (ip cnbench, ip6 cnbench), written in one batch.
 type natRules struct {
-	conn        *nftables.Conn
+	conn   *nftables.Conn
+	family topo.Family
+	tables []natChains
+}
+
+type natChains struct {
+	v6          bool
 	table       *nftables.Table
 	prerouting  *nftables.Chain
 	postrouting *nftables.Chain
@@ -46,7 +54,7 @@ func newNATMode(t *topo.Topology) mode.Mode {
 
 func natAvailable() error {
 	return mode.Probe("nftables-nat", func(ns *netns.NS, _ *netlink.Handle, _ netlink.Link) error {
-		if _, err := newNATRules(ns, 1); err != nil {
+		if _, err := newNATRules(ns, 1, topo.IPv4); err != nil {
 			return mode.KernelLacks("nftables NAT chains", err)
 		}
 		return nil
@@ -59,7 +67,7 @@ func natAvailable() error {
 // Equivalent to: nft add table ip cnbench ...; then as bridge mode
 func (m *natMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if _, ok := m.tables[h.Index]; !ok {
-		rules, err := newNATRules(h.NS, h.Index)
+		rules, err := newNATRules(h.NS, h.Index, m.t.Family())
 		if err != nil {
 			return nil, fmt.Errorf("nat rules in %q: %w", h.NS.Name, err)
 		}
@@ -68,32 +76,44 @@ func (m *natMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	return bridgedEndpoint(m.t, h, name, m.n, m.bridges)
 }
 
-// Expose publishes port on the server host's NIC address for TCP and UDP.
+// Expose publishes port on the server host's NIC address for TCP and UDP,
+// in each IP version of the family; clients dial the address traffic
+// takes (topo.Family.Dial).
 //
 // Equivalent to: nft add rule ip cnbench prerouting ip daddr HOST
-// tcp dport PORT dnat to EP:PORT (and the same for udp)
+// tcp dport PORT dnat to EP:PORT (and the same for udp, and in ip6 with
+// the IPv6 plan's addresses)
 func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	rules, ok := m.tables[ep.Host.Index]
 	if !ok {
 		return netip.AddrPort{}, fmt.Errorf("expose %s:%d: no nat rules on host %s", ep.Addr, port, ep.Host.Name)
 	}
-	published := netip.AddrPortFrom(ep.Host.Addr, uint16(port))
-	for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-		rules.conn.AddRule(&nftables.Rule{
-			Table: rules.table,
-			Chain: rules.prerouting,
-			Exprs: dnatExprs(proto, published, netip.AddrPortFrom(ep.Addr, uint16(port))),
-		})
+	for _, t := range rules.tables {
+		published := netip.AddrPortFrom(version(t.v6, ep.Host.Addr), uint16(port))
+		target := netip.AddrPortFrom(version(t.v6, ep.Addr), uint16(port))
+		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
+			rules.conn.AddRule(&nftables.Rule{Table: t.table, Chain: t.prerouting, Exprs: dnatExprs(proto, published, target)})
+		}
 	}
+	published := netip.AddrPortFrom(rules.family.Dial(ep.Host.Addr), uint16(port))
 	if err := rules.conn.Flush(); err != nil {
 		return netip.AddrPort{}, fmt.Errorf("publish %s -> %s:%d in %q: %w", published, ep.Addr, port, ep.Host.NS.Name, err)
 	}
 	return published, nil
 }
 
-// newNATRules creates cnbench's table in the host namespace with its two
-// NAT chains and the masquerade rules for the host's endpoint subnets
-// (its /24 and, for hosts with one, its extension block).
+// version is a plan address in IPv6 (v6) or IPv4 form.
+func version(v6 bool, a netip.Addr) netip.Addr {
+	if v6 {
+		return topo.To6(a)
+	}
+	return topo.To4(a)
+}
+
+// newNATRules creates cnbench's table in the host namespace, one per IP
+// version of the family, with its two NAT chains and the masquerade rules
+// for the host's endpoint subnets (its /24 and, for hosts with one, its
+// extension block).
 //
 // Equivalent to:
 //
@@ -102,88 +122,128 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 //	nft add chain ip cnbench postrouting { type nat hook postrouting priority 100; }
 //	nft add rule ip cnbench postrouting ip saddr 198.19.I.0/24 oifname != br0 masquerade
 //	nft add rule ip cnbench postrouting ip saddr 198.19.I.0/24 ip daddr 198.19.I.0/24 ct status dnat masquerade
-//	(and the same for the extension block, and between the two)
-func newNATRules(ns *netns.NS, hostIndex int) (*natRules, error) {
+//	(and the same for the extension block, and between the two; and in
+//	table ip6 cnbench with the IPv6 plan's prefixes)
+func newNATRules(ns *netns.NS, hostIndex int, f topo.Family) (*natRules, error) {
 	conn, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle())))
 	if err != nil {
 		return nil, fmt.Errorf("nftables connection: %w", err)
 	}
-	r := &natRules{conn: conn}
-	r.table = conn.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: natTable})
-	r.prerouting = conn.AddChain(&nftables.Chain{
-		Name: "prerouting", Table: r.table, Type: nftables.ChainTypeNAT,
+	r := &natRules{conn: conn, family: f}
+	for _, v6 := range []bool{false, true} {
+		if (v6 && !f.Has6()) || (!v6 && !f.Has4()) {
+			continue
+		}
+		r.tables = append(r.tables, addNATChains(conn, v6, topo.EndpointSubnets(hostIndex)))
+	}
+	if err := conn.Flush(); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", natTable, err)
+	}
+	return r, nil
+}
+
+// addNATChains adds one IP version's table, chains and masquerade rules
+// for the endpoint subnets (in IPv4 terms) to conn's batch.
+func addNATChains(conn *nftables.Conn, v6 bool, subnets []netip.Prefix) natChains {
+	family := nftables.TableFamilyIPv4
+	if v6 {
+		family = nftables.TableFamilyIPv6
+	}
+	c := natChains{v6: v6}
+	c.table = conn.AddTable(&nftables.Table{Family: family, Name: natTable})
+	c.prerouting = conn.AddChain(&nftables.Chain{
+		Name: "prerouting", Table: c.table, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityNATDest,
 	})
-	r.postrouting = conn.AddChain(&nftables.Chain{
-		Name: "postrouting", Table: r.table, Type: nftables.ChainTypeNAT,
+	c.postrouting = conn.AddChain(&nftables.Chain{
+		Name: "postrouting", Table: c.table, Type: nftables.ChainTypeNAT,
 		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource,
 	})
-	subnets := topo.EndpointSubnets(hostIndex)
-	for _, src := range subnets {
-		outbound := append(matchPrefix(ipv4SrcOffset, src),
+	src, dst := addressOffsets(v6)
+	var prefixes []netip.Prefix
+	for _, p := range subnets {
+		if v6 {
+			p = topo.Prefix6(p)
+		}
+		prefixes = append(prefixes, p)
+	}
+	for _, from := range prefixes {
+		outbound := append(matchPrefix(src, from),
 			&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: ifname(bridgeName)},
 			&expr.Masq{},
 		)
-		conn.AddRule(&nftables.Rule{Table: r.table, Chain: r.postrouting, Exprs: outbound})
+		conn.AddRule(&nftables.Rule{Table: c.table, Chain: c.postrouting, Exprs: outbound})
 	}
 	// A client on the same host dials the host's address; after DNAT the
 	// server would answer it directly over the bridge, bypassing the
 	// reverse translation, unless the hairpinned flow is masqueraded.
-	for _, src := range subnets {
-		for _, dst := range subnets {
-			hairpin := append(matchPrefix(ipv4SrcOffset, src), matchPrefix(ipv4DstOffset, dst)...)
+	for _, from := range prefixes {
+		for _, to := range prefixes {
+			hairpin := append(matchPrefix(src, from), matchPrefix(dst, to)...)
 			hairpin = append(hairpin,
 				&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
 				&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: le32(ctStatusDstNAT), Xor: le32(0)},
 				&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: le32(0)},
 				&expr.Masq{},
 			)
-			conn.AddRule(&nftables.Rule{Table: r.table, Chain: r.postrouting, Exprs: hairpin})
+			conn.AddRule(&nftables.Rule{Table: c.table, Chain: c.postrouting, Exprs: hairpin})
 		}
 	}
-	if err := conn.Flush(); err != nil {
-		return nil, fmt.Errorf("create table ip %s: %w", natTable, err)
-	}
-	return r, nil
+	return c
 }
 
-const (
-	ipv4SrcOffset = 12
-	ipv4DstOffset = 16
-	// ctStatusDstNAT is IPS_DST_NAT from linux/netfilter/nf_conntrack_common.h.
-	ctStatusDstNAT = 1 << 5
-)
+// ctStatusDstNAT is IPS_DST_NAT from linux/netfilter/nf_conntrack_common.h.
+const ctStatusDstNAT = 1 << 5
 
+// addressOffsets are where the source and destination addresses sit in
+// an IPv4 or an IPv6 header.
+func addressOffsets(v6 bool) (src, dst uint32) {
+	if v6 {
+		return 8, 24
+	}
+	return 12, 16
+}
+
+// matchPrefix matches the address at offset of the network header
+// against p, of either IP version.
 func matchPrefix(offset uint32, p netip.Prefix) []expr.Any {
-	mask := netip.PrefixFrom(p.Addr(), p.Bits()).Masked().Addr().As4()
-	full := [4]byte{}
+	masked := p.Masked().Addr().AsSlice()
+	full := make([]byte, len(masked))
 	for i := 0; i < p.Bits()/8; i++ {
 		full[i] = 0xff
 	}
 	if rem := p.Bits() % 8; rem != 0 {
 		full[p.Bits()/8] = byte(0xff << (8 - rem))
 	}
+	n := uint32(len(masked))
 	return []expr.Any{
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: full[:], Xor: []byte{0, 0, 0, 0}},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: mask[:]},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: n},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: full, Xor: make([]byte, n)},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: masked},
 	}
 }
 
+// dnatExprs translate proto's packets to published into target; both
+// of one IP version.
 func dnatExprs(proto byte, published, target netip.AddrPort) []expr.Any {
-	dst := published.Addr().As4()
-	to := target.Addr().As4()
+	v6 := published.Addr().Is6()
+	_, dstOffset := addressOffsets(v6)
+	dst, to := published.Addr().AsSlice(), target.Addr().AsSlice()
+	family := uint32(unix.NFPROTO_IPV4)
+	if v6 {
+		family = unix.NFPROTO_IPV6
+	}
 	return []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: ipv4DstOffset, Len: 4},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: dst[:]},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: dstOffset, Len: uint32(len(dst))},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: dst},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: be16(published.Port())},
-		&expr.Immediate{Register: 1, Data: to[:]},
+		&expr.Immediate{Register: 1, Data: to},
 		&expr.Immediate{Register: 2, Data: be16(target.Port())},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: family, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
 	}
 }
 

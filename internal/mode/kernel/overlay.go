@@ -27,8 +27,10 @@ const (
 	vxlanID   = 4242
 	vxlanPort = 4789 // IANA's VXLAN port
 	// vxlanOverhead is what VXLAN adds over IPv4: outer IP 20, UDP 8,
-	// VXLAN 8 and the inner Ethernet header 14.
-	vxlanOverhead = 50
+	// VXLAN 8 and the inner Ethernet header 14; over IPv6 the outer
+	// header is 20 bytes longer (vxlanOverhead6).
+	vxlanOverhead  = 50
+	vxlanOverhead6 = vxlanOverhead + 20
 )
 
 type overlayMode struct {
@@ -53,7 +55,12 @@ func overlayAvailable() error {
 	})
 }
 
-func (m *overlayMode) mtu() int { return m.t.MTU() - vxlanOverhead }
+func (m *overlayMode) mtu() int {
+	if m.t.Family().Has6() {
+		return m.t.MTU() - vxlanOverhead6
+	}
+	return m.t.MTU() - vxlanOverhead
+}
 
 // Endpoint places an endpoint on host h's overlay bridge, building every
 // host's bridge and VTEP first (buildHost).
@@ -79,7 +86,7 @@ func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 	if err != nil {
 		return nil, err
 	}
-	if err := withoutIPv6(ep.ns); err != nil {
+	if err := withoutIPv6(m.t.Family(), ep.ns); err != nil {
 		return nil, err
 	}
 	hostSide, err := vethInto(h, ep, "v-"+name, m.mtu())
@@ -100,7 +107,7 @@ func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error
 	if err := m.announce(h, hostSide, ep, addr); err != nil {
 		return nil, err
 	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: ep.family.Dial(addr)}, nil
 }
 
 var _ mode.Acquainter = (*overlayMode)(nil)
@@ -110,7 +117,7 @@ var _ mode.Acquainter = (*overlayMode)(nil)
 // Equivalent to: ip -n CLIENT neigh replace SERVER lladdr MAC(SERVER) dev
 // eth0 nud permanent, and the same the other way
 func (m *overlayMode) Acquaint(client, server *topo.Endpoint) error {
-	return pinEachOther(client, server)
+	return pinEachOther(m.t.Family(), client, server)
 }
 
 // announce tells every other host's VTEP where a new endpoint is, as
@@ -144,29 +151,38 @@ func (m *overlayMode) announce(h *topo.Host, hostSide netlink.Link, ep endpointN
 			return err
 		}
 		fdb := &netlink.Neigh{LinkIndex: vx.Attrs().Index, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF,
-			State: netlink.NUD_NOARP | netlink.NUD_PERMANENT, HardwareAddr: mac, IP: net.IP(h.Addr.AsSlice())}
+			State: netlink.NUD_NOARP | netlink.NUD_PERMANENT, HardwareAddr: mac, IP: net.IP(m.underlay(h.Addr).AsSlice())}
 		if err := other.Handle.NeighAppend(fdb); err != nil {
 			return fmt.Errorf("forwarding entry for %s on %s in %q: %w", mac, vxlanName, other.NS.Name, err)
 		}
-		if err := topo.PinNeighbour(other.Handle, other.NS.Name, vx, addr, mac); err != nil {
+		if err := m.t.Family().PinNeighbour(other.Handle, other.NS.Name, vx, addr, mac); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// withoutIPv6 keeps the links made in ns from here on off IPv6. The
-// overlay carries IPv4, and a link with IPv6 sends its duplicate address
-// probes, multicast listener reports and router solicitations for some
-// seconds after it comes up: VXLAN copies every one to each other host,
-// whose bridge floods it to every endpoint. With 32 hosts of 32 endpoints
-// that was a million frames, which the receiving CPUs' backlogs dropped
-// along with the connections' first segments.
+// withoutIPv6 keeps the links made in ns from here on off IPv6 where the
+// topology's family has none. A link with IPv6 sends its duplicate
+// address probes, multicast listener reports and router solicitations
+// for some seconds after it comes up: VXLAN copies every one to each
+// other host, whose bridge floods it to every endpoint. With 32 hosts of
+// 32 endpoints that was a million frames, which the receiving CPUs'
+// backlogs dropped along with the connections' first segments. With
+// IPv6 the namespace probes and solicits nothing (topo's
+// PrepareNamespace); the listener reports remain.
 //
 // Equivalent to: ip netns exec NS sysctl -w net.ipv6.conf.default.disable_ipv6=1
-func withoutIPv6(ns *netns.NS) error {
+func withoutIPv6(f topo.Family, ns *netns.NS) error {
+	if f.Has6() {
+		return nil
+	}
 	return ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1")
 }
+
+// underlay is a host address as the VTEPs reach it: over IPv6 where the
+// family has it.
+func (m *overlayMode) underlay(a netip.Addr) netip.Addr { return m.t.Family().Dial(a) }
 
 // buildHost makes host h's bridge and VTEP, and points the VTEP's flood
 // list at every other host.
@@ -178,7 +194,7 @@ func withoutIPv6(ns *netns.NS) error {
 //	ip link set vx0 master br0; ip link set vx0 up; ip link set br0 up
 //	bridge fdb append 00:00:00:00:00:00 dev vx0 dst OTHER   (each other host)
 func (m *overlayMode) buildHost(h *topo.Host) error {
-	if err := withoutIPv6(h.NS); err != nil {
+	if err := withoutIPv6(m.t.Family(), h.NS); err != nil {
 		return err
 	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName, MTU: m.mtu()}}
@@ -193,7 +209,7 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 		LinkAttrs:    netlink.LinkAttrs{Name: vxlanName, MTU: m.mtu(), MasterIndex: br.Attrs().Index},
 		VxlanId:      vxlanID,
 		VtepDevIndex: nic.Attrs().Index,
-		SrcAddr:      net.IP(h.Addr.AsSlice()),
+		SrcAddr:      net.IP(m.underlay(h.Addr).AsSlice()),
 		Port:         vxlanPort,
 		Learning:     true,
 		Proxy:        true,
@@ -213,7 +229,7 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 	vteps := slices.Clone(m.t.Peers)
 	for _, other := range m.t.Hosts {
 		if other != h {
-			vteps = append(vteps, other.Addr)
+			vteps = append(vteps, m.underlay(other.Addr))
 		}
 	}
 	for _, vtep := range vteps {

@@ -149,7 +149,7 @@ var _ mode.Acquainter = (*ovsMode)(nil)
 // Acquaint pins a client and its server where they share a subnet behind
 // one host, as bridge does.
 func (m *ovsMode) Acquaint(client, server *topo.Endpoint) error {
-	return acquaintBehindHost(client, server)
+	return acquaintBehindHost(m.t.Family(), client, server)
 }
 
 // ovsSwitch is one host's pair of OVS daemons.
@@ -230,7 +230,7 @@ func startOVS(t *topo.Topology, h *topo.Host, dp string) (*ovsSwitch, error) {
 		return nil, fmt.Errorf("find the ovs bridge's port %s in %q: %w", ovsBridge, h.NS.Name, err)
 	}
 	sw.bridge = br
-	return sw, holdGateway(h, br)
+	return sw, holdGateway(t.Family(), h, br)
 }
 
 // run runs an OVS tool to completion in the calling namespace.

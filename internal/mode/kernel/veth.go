@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -53,22 +51,22 @@ func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	gw := topo.Gateway(h.Index)
 	// The same gateway address sits on every host-side veth, scoped to
 	// its link, as ptp does.
-	gwAddr := &netlink.Addr{IPNet: topo.IPNet(netip.PrefixFrom(gw, 32)), Scope: int(netlink.SCOPE_LINK)}
-	if err := h.Handle.AddrAdd(hostSide, gwAddr); err != nil {
-		return nil, fmt.Errorf("address %s on %s in %q: %w", gw, hostSide.Attrs().Name, h.NS.Name, err)
+	f := m.t.Family()
+	if err := f.AddAddress(h.Handle, h.NS.Name, hostSide, netip.PrefixFrom(gw, 32), netlink.SCOPE_LINK); err != nil {
+		return nil, err
 	}
 	addr := topo.EndpointAddr(h.Index, n)
 	if err := configureEndpoint(ep, netip.PrefixFrom(addr, 32), gw); err != nil {
 		return nil, err
 	}
-	back := &netlink.Route{LinkIndex: hostSide.Attrs().Index, Dst: topo.IPNet(netip.PrefixFrom(addr, 32)), Scope: netlink.SCOPE_LINK, Src: net.IP(gw.AsSlice())}
-	if err := h.Handle.RouteAdd(back); err != nil {
-		return nil, fmt.Errorf("route %s into %s in %q: %w", addr, hostSide.Attrs().Name, h.NS.Name, err)
+	back := topo.Route{Link: hostSide.Attrs().Index, Dst: netip.PrefixFrom(addr, 32), OnLink: true, Src: gw}
+	if err := f.AddRoute(h.Handle, h.NS.Name, back); err != nil {
+		return nil, err
 	}
 	if err := pinNeighbours(h, hostSide, ep, addr, gw); err != nil {
 		return nil, err
 	}
-	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: addr}, nil
+	return &topo.Endpoint{Name: name, Host: h, NS: ep.ns, Addr: f.Dial(addr)}, nil
 }
 
 func (m *vethMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
