@@ -16,7 +16,7 @@ import (
 // casesFlags change what a run's cases are; a resumed run keeps the cases
 // it was stored with, so they cannot be given with --resume.
 var casesFlags = []string{"duration", "warmup", "samples", "modes", "topologies", "workloads", "flows",
-	"msg-size", "placement", "seed", "target-ci", "max-samples"}
+	"msg-size", "placement", "family", "seed", "target-ci", "max-samples"}
 
 // resumeRun continues a stored run and prints its results.
 func resumeRun(cmd *cobra.Command, args []string, f runFlags) error {

@@ -36,6 +36,7 @@ type runFlags struct {
 	db               string
 	modes            []string
 	topologies       []string
+	families         []string
 	workloads        []string
 	flows            []string
 	msgSizes         []string
@@ -95,6 +96,7 @@ stopped the run (stored as interrupted; --resume goes on).`,
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(modes.Names(), ","))
 	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(shownTopologies(), ","))
+	fl.StringSliceVar(&f.families, "family", nil, "address families, crossed with every topology (replaces the scenario's): ipv4, ipv6, dual (both; traffic over IPv6)")
 	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(workload.Names(), ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")
 	fl.StringSliceVar(&f.msgSizes, "msg-size", nil, "message sizes, e.g. 64,64K")
@@ -152,6 +154,7 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 		o.Samples = &f.samples
 	}
 	o.Placements = f.placements
+	o.Families = f.families
 	if cmd.Flags().Changed("explain") {
 		o.Explain = &f.explain
 	}

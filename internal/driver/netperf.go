@@ -46,8 +46,12 @@ func newNetperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, error
 	if err != nil {
 		return nil, err
 	}
-	addr := s.Path.Server().Endpoint().Addr.String()
-	args := []string{"netserver", "-D", "-L", addr + ",inet", "-p", strconv.Itoa(netperfControlPort)}
+	addr := s.Path.Server().Endpoint().Addr
+	family := "inet"
+	if addr.Is6() {
+		family = "inet6"
+	}
+	args := []string{"netserver", "-D", "-L", addr.String() + "," + family, "-p", strconv.Itoa(netperfControlPort)}
 	srv, target, err := startToolServer(ctx, s, args, "tcp", netperfControlPort)
 	if err != nil {
 		return nil, err
@@ -111,7 +115,11 @@ func (d *netperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Dur
 	// as iperf3's and cnbench's own are; netperf aligns to 8 bytes by
 	// default, and copies from a misaligned buffer cost its streams up
 	// to a third of their throughput on some CPUs.
-	args := []string{"netperf", "-H", d.target, "-p", d.port, "-4", "-l", strconv.Itoa(secs), "-P", "0",
+	version := "-4"
+	if strings.Contains(d.target, ":") {
+		version = "-6"
+	}
+	args := []string{"netperf", "-H", d.target, "-p", d.port, version, "-l", strconv.Itoa(secs), "-P", "0",
 		"-a", "4096,4096", "-A", "4096,4096"}
 	if c.Workload != "tcp_stream" {
 		// The latency statistics; they time every transaction, which a

@@ -18,9 +18,10 @@ import (
 	"cnbench/internal/netns"
 )
 
-// Ping sends ICMP echo requests from a raw socket, which root may open in
-// any namespace without touching net.ipv4.ping_group_range; where raw
-// sockets are refused, it falls back to an unprivileged ping socket.
+// Ping sends ICMP (ICMPv6 to an IPv6 target) echo requests from a raw
+// socket, which root may open in any namespace without touching
+// net.ipv4.ping_group_range; where raw sockets are refused, it falls back
+// to an unprivileged ping socket.
 const (
 	// pingReplyWait is how long replies are awaited after the last echo.
 	pingReplyWait = time.Second
@@ -29,38 +30,79 @@ const (
 	pingPoll        = 50 * time.Millisecond
 	icmpEchoRequest = 8
 	icmpEchoReply   = 0
-	icmpHeaderSize  = 8
+	// ICMPv6's echo types (RFC 4443).
+	icmp6EchoRequest = 128
+	icmp6EchoReply   = 129
+	icmpHeaderSize   = 8
 	// Linux's raw ICMP filter (linux/icmp.h): a set bit drops that type.
 	solRaw     = 255
 	icmpFilter = 1
 )
 
-// pingSocket opens an ICMP socket connected to target, so it only sees
-// what target sends.
-func pingSocket(target netip.Addr) (fd int, raw bool, err error) {
-	if !target.Is4() {
-		return -1, false, fmt.Errorf("ping %s: only IPv4 is supported", target)
+// echoKind is an IP version's echo: its message types, and whether a raw
+// socket hands over the IP header (IPv4) and wants the checksum filled
+// in (IPv4; the kernel sums ICMPv6 itself).
+type echoKind struct {
+	request, reply byte
+	v6             bool
+}
+
+func echoOf(target netip.Addr) echoKind {
+	if target.Is4() {
+		return echoKind{request: icmpEchoRequest, reply: icmpEchoReply}
 	}
-	fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+	return echoKind{request: icmp6EchoRequest, reply: icmp6EchoReply, v6: true}
+}
+
+// pingSocket opens an ICMP or ICMPv6 socket connected to target, so it
+// only sees what target sends; a raw one lets in echo replies only.
+func pingSocket(target netip.Addr) (fd int, raw bool, err error) {
+	domain, proto := unix.AF_INET, unix.IPPROTO_ICMP
+	if !target.Is4() {
+		domain, proto = unix.AF_INET6, unix.IPPROTO_ICMPV6
+	}
+	fd, err = unix.Socket(domain, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
 	raw = err == nil
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		fd, err = unix.Socket(domain, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, proto)
 	}
 	if err != nil {
 		return -1, false, fmt.Errorf("icmp socket: %w", err)
 	}
 	if raw {
-		dropAllButReplies := ^uint32(1 << icmpEchoReply)
-		if err := unix.SetsockoptInt(fd, solRaw, icmpFilter, int(int32(dropAllButReplies))); err != nil {
+		if err := letInRepliesOnly(fd, target.Is4()); err != nil {
 			unix.Close(fd)
-			return -1, false, fmt.Errorf("set icmp filter: %w", err)
+			return -1, false, err
 		}
 	}
-	if err := unix.Connect(fd, &unix.SockaddrInet4{Addr: target.As4()}); err != nil {
+	if err := unix.Connect(fd, sockaddr(netip.AddrPortFrom(target, 0))); err != nil {
 		unix.Close(fd)
 		return -1, false, fmt.Errorf("connect icmp socket to %s: %w", target, err)
 	}
 	return fd, raw, nil
+}
+
+// letInRepliesOnly filters a raw ICMP socket's input to echo replies.
+//
+// Equivalent to: setsockopt(SOL_RAW, ICMP_FILTER) or
+// setsockopt(IPPROTO_ICMPV6, ICMP6_FILTER), a set bit blocking its type
+func letInRepliesOnly(fd int, v4 bool) error {
+	if v4 {
+		dropAllButReplies := ^uint32(1 << icmpEchoReply)
+		if err := unix.SetsockoptInt(fd, solRaw, icmpFilter, int(int32(dropAllButReplies))); err != nil {
+			return fmt.Errorf("set icmp filter: %w", err)
+		}
+		return nil
+	}
+	var f unix.ICMPv6Filter
+	for i := range f.Data {
+		f.Data[i] = ^uint32(0)
+	}
+	f.Data[icmp6EchoReply>>5] &^= 1 << (icmp6EchoReply & 31)
+	if err := unix.SetsockoptICMPv6Filter(fd, unix.IPPROTO_ICMPV6, unix.ICMPV6_FILTER, &f); err != nil {
+		return fmt.Errorf("set icmpv6 filter: %w", err)
+	}
+	return nil
 }
 
 // pingState is shared by a ping run's sender and receiver threads.
@@ -104,6 +146,7 @@ func (e *engine) ping(spec RunSpec) (Response, error) {
 	limit = min(limit, MaxPingCount)
 	st := &pingState{answered: make([]uint64, (limit+63)/64)}
 	id := uint16(rand.Uint32())
+	kind := echoOf(target)
 
 	var wg sync.WaitGroup
 	var sendErr error
@@ -115,14 +158,14 @@ func (e *engine) ping(spec RunSpec) (Response, error) {
 		defer holdP()()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		sendErr = sendEchoes(fd, raw, id, spec.MsgSize, gap, limit, began, deadline, st)
+		sendErr = sendEchoes(fd, raw, kind, id, spec.MsgSize, gap, limit, began, deadline, st)
 		st.finished.Store(true)
 	})
 	wg.Go(func() {
 		defer holdP()()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		receiveReplies(fd, raw, id, spec.MsgSize, st, &got, e.sockets)
+		receiveReplies(fd, raw, kind, id, spec.MsgSize, st, &got, e.sockets)
 	})
 	wg.Wait()
 	if sendErr != nil {
@@ -150,9 +193,9 @@ func (e *engine) ping(spec RunSpec) (Response, error) {
 
 // sendEchoes sends the echoes on schedule. The payload carries the echo's
 // index and send time, as ping's does, so a reply needs no lookup.
-func sendEchoes(fd int, raw bool, id uint16, payload int, gap, limit, began, deadline int64, st *pingState) error {
+func sendEchoes(fd int, raw bool, kind echoKind, id uint16, payload int, gap, limit, began, deadline int64, st *pingState) error {
 	pkt := make([]byte, icmpHeaderSize+payload)
-	pkt[0] = icmpEchoRequest
+	pkt[0] = kind.request
 	binary.BigEndian.PutUint16(pkt[4:], id)
 	for i := int64(0); i < limit; i++ {
 		due := began + i*gap
@@ -166,7 +209,7 @@ func sendEchoes(fd int, raw bool, id uint16, payload int, gap, limit, began, dea
 		binary.BigEndian.PutUint16(pkt[6:], uint16(i))
 		binary.LittleEndian.PutUint64(pkt[8:], uint64(i))
 		binary.LittleEndian.PutUint64(pkt[16:], uint64(now))
-		if raw {
+		if raw && !kind.v6 {
 			pkt[2], pkt[3] = 0, 0
 			binary.BigEndian.PutUint16(pkt[2:], checksum(pkt))
 		}
@@ -188,7 +231,7 @@ type pingReplies struct {
 
 // receiveReplies reads replies until every echo is answered or the wait
 // after the last one is over.
-func receiveReplies(fd int, raw bool, id uint16, payload int, st *pingState, got *pingReplies, set *socketSet) {
+func receiveReplies(fd int, raw bool, kind echoKind, id uint16, payload int, st *pingState, got *pingReplies, set *socketSet) {
 	buf := make([]byte, 60+icmpHeaderSize+payload+1)
 	for {
 		if st.finished.Load() {
@@ -206,17 +249,20 @@ func receiveReplies(fd int, raw bool, id uint16, payload int, st *pingState, got
 		now := monotonicNow()
 		msg := buf[:n]
 		if raw {
-			// A raw socket hands over the IP header too.
-			ihl := int(msg[0]&0x0f) * 4
-			if ihl < 20 || ihl > n {
-				continue
+			// A raw IPv4 socket hands over the IP header too; an ICMPv6
+			// one does not.
+			if !kind.v6 {
+				ihl := int(msg[0]&0x0f) * 4
+				if ihl < 20 || ihl > n {
+					continue
+				}
+				msg = msg[ihl:]
 			}
-			msg = msg[ihl:]
-			if binary.BigEndian.Uint16(msg[4:]) != id {
+			if len(msg) < icmpHeaderSize || binary.BigEndian.Uint16(msg[4:]) != id {
 				continue
 			}
 		}
-		if len(msg) < icmpHeaderSize+MinPingPayload || msg[0] != icmpEchoReply {
+		if len(msg) < icmpHeaderSize+MinPingPayload || msg[0] != kind.reply {
 			continue
 		}
 		index := int64(binary.LittleEndian.Uint64(msg[8:]))

@@ -206,12 +206,20 @@ func latencyValues(v map[string]float64, x Exchange) error {
 }
 
 // tcpFrameOverhead is the Ethernet, IPv4 and TCP (with timestamps) header
-// bytes that every frame the counters count carries. With GSO and GRO a
-// counted frame may hold up to 64 KiB of payload under one header.
-const tcpFrameOverhead = 14 + 20 + 32
+// bytes that every frame the counters count carries; over IPv6 the IP
+// header is 40 bytes, not 20. With GSO and GRO a counted frame may hold
+// up to 64 KiB of payload under one header.
+const (
+	tcpFrameOverhead  = 14 + 20 + 32
+	tcpFrameOverhead6 = 14 + 40 + 32
+)
 
 // wirePayload estimates the TCP payload the server's interfaces received:
 // their byte count less one header per counted frame.
-func wirePayload(w netstat.Counters) float64 {
-	return float64(w.RxBytes) - float64(w.RxPackets)*tcpFrameOverhead
+func wirePayload(w netstat.Counters, v6 bool) float64 {
+	overhead := tcpFrameOverhead
+	if v6 {
+		overhead = tcpFrameOverhead6
+	}
+	return float64(w.RxBytes) - float64(w.RxPackets)*float64(overhead)
 }

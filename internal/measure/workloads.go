@@ -19,7 +19,7 @@ func shapeValues(c model.Case, s *model.Sample, x Exchange, before, after readin
 	}
 	switch {
 	case row.Shape == workload.Stream && row.Transport == workload.TCP:
-		return tcpStreamValues(s.Values, x, before, after, bothCPU)
+		return tcpStreamValues(s.Values, x, before, after, bothCPU, c.Params.Family == model.FamilyIPv6 || c.Params.Family == model.FamilyDual)
 	case row.Shape == workload.Stream || row.Shape == workload.MaxRateSearch:
 		return datagramValues(row, s.Values, x, before, after, bothCPU)
 	case row.Shape == workload.RequestResponse && row.Transport == workload.TCP:
@@ -62,8 +62,8 @@ func udpKernelValues(v map[string]float64, x Exchange, before, after reading) {
 }
 
 // tcpStreamValues are a TCP stream's figures, held against the bytes
-// the receiver's interfaces counted.
-func tcpStreamValues(v map[string]float64, x Exchange, before, after reading, bothCPU float64) error {
+// the receiver's interfaces counted; v6 says the stream ran over IPv6.
+func tcpStreamValues(v map[string]float64, x Exchange, before, after reading, bothCPU float64, v6 bool) error {
 	if x.ReceiveTime <= 0 || x.ReceivedBytes <= 0 {
 		return fmt.Errorf("measure: the receiver got %d bytes in %v", x.ReceivedBytes, x.ReceiveTime)
 	}
@@ -80,7 +80,7 @@ func tcpStreamValues(v map[string]float64, x Exchange, before, after reading, bo
 	if x.RetransmittedBytesKnown {
 		retransmitted = float64(x.RetransmittedBytes)
 	}
-	if payload := wirePayload(wire); payload > 0 {
+	if payload := wirePayload(wire, v6); payload > 0 {
 		v[model.AppWireRatio] = appWireRatio(float64(x.ReceivedBytes), payload, retransmitted)
 	}
 	return nil

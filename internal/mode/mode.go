@@ -96,6 +96,10 @@ type Descriptor struct {
 	Uncounted []string
 	// Addresses is where the mode's endpoints take their addresses from.
 	Addresses topo.Addressing
+	// IPv6 is true for a mode that numbers its endpoints in IPv6 too, in
+	// ipv6 and dual topologies (topo.Family); the others run in ipv4
+	// only.
+	IPv6 bool
 	// HostEndpoints is the most endpoints the mode places on one host:
 	// 0 for a mode that numbers them in the host's first subnet only
 	// (topo.BaseEndpointsPerHost); up to model.MaxEndpointsPerHost for
@@ -145,6 +149,20 @@ func (d Descriptor) Check(topology string) error {
 	}
 	if d.Supports != nil {
 		return d.Supports(topology)
+	}
+	return nil
+}
+
+// CheckFamily says why the mode cannot be built with addresses of family
+// f in a topology of kind topology, or nil.
+func (d Descriptor) CheckFamily(f topo.Family, topology string) error {
+	switch {
+	case !f.Has6():
+		return nil
+	case topo.IsVM(topology):
+		return fmt.Errorf("%w: family %s: the VM guests' agent numbers IPv4 only", ErrNotApplicable, f)
+	case !d.IPv6:
+		return fmt.Errorf("%w: family %s: cnbench builds %s with IPv4 only", ErrNotApplicable, f, d.Name)
 	}
 	return nil
 }

@@ -3,7 +3,10 @@
 // It has no behaviour beyond naming; every other package speaks it.
 package model
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Status of a case.
 type Status string
@@ -27,6 +30,10 @@ type Params struct {
 	ResponseSize int    `json:"response_size,omitempty"` // bytes (rr)
 	NICRate      string `json:"nic_rate,omitempty"`      // tc tbf rate on emulated NICs, e.g. "1gbit"
 	MTU          int    `json:"mtu,omitempty"`
+	// Family is the IP version of every address the case's topology and
+	// mode assigned: "ipv4", "ipv6" or "dual" (both, traffic over IPv6).
+	// Empty in cases stored before it was recorded: IPv4.
+	Family string `json:"family,omitempty"`
 	// Offloads of the emulated NICs and veths: "on", "off", or empty for
 	// the kernel's default.
 	GRO        string `json:"gro,omitempty"`
@@ -367,4 +374,33 @@ type CaseResult struct {
 type RunResult struct {
 	Run   Run          `json:"run"`
 	Cases []CaseResult `json:"cases"`
+}
+
+// The address families a case's topology numbers in: IPv4 only, IPv6
+// only, or both (dual-stack, where traffic takes IPv6).
+const (
+	FamilyIPv4 = "ipv4"
+	FamilyIPv6 = "ipv6"
+	FamilyDual = "dual"
+)
+
+// ParseFamily reads a family's name; empty is IPv4.
+func ParseFamily(s string) (string, error) {
+	switch s {
+	case "", FamilyIPv4:
+		return FamilyIPv4, nil
+	case FamilyIPv6, FamilyDual:
+		return s, nil
+	}
+	return "", fmt.Errorf("expected an address family: ipv4, ipv6 or dual, got %q", s)
+}
+
+// FamilyKey is how a family is written in a topology's key and a
+// scenario: IPv4, the default, not at all, so keys stay those of runs
+// that had no family.
+func FamilyKey(f string) string {
+	if f == FamilyIPv4 {
+		return ""
+	}
+	return f
 }

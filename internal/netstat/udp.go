@@ -3,7 +3,9 @@ package netstat
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -28,15 +30,50 @@ func (c UDP) Sub(d UDP) UDP {
 	return UDP{c.InDatagrams - d.InDatagrams, c.InErrors - d.InErrors, c.RcvbufErrors - d.RcvbufErrors}
 }
 
-// ReadUDP reads the Udp line of /proc/net/snmp in a namespace.
+// ReadUDP reads a namespace's UDP counters, IPv4's (the Udp line of
+// /proc/net/snmp) and IPv6's (Udp6 in /proc/net/snmp6) added up, so a
+// count holds whichever version the datagrams came in.
 //
-// Equivalent to: ip netns exec NS nstat -az Udp*
+// Equivalent to: ip netns exec NS nstat -az 'Udp*' 'Udp6*'
 func ReadUDP(ns *netns.NS) (UDP, error) {
-	v, err := ReadSNMP(ns, "Udp")
+	var v4, v6 []byte
+	err := ns.Do(func() (err error) {
+		// /proc/net follows the process's namespace; thread-self follows
+		// this thread's, which Do has switched.
+		if v4, err = os.ReadFile("/proc/thread-self/net/snmp"); err != nil {
+			return err
+		}
+		v6, err = os.ReadFile("/proc/thread-self/net/snmp6")
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a kernel without IPv6
+		}
+		return err
+	})
+	if err != nil {
+		return UDP{}, fmt.Errorf("read UDP counters in %s: %w", ns.Name, err)
+	}
+	c, err := ParseSNMPUDP(v4)
 	if err != nil {
 		return UDP{}, err
 	}
-	return udpOf(v), nil
+	return c.Add(udpOf(parseSNMP6(v6, "Udp6"))), nil
+}
+
+// parseSNMP6 reads the counters of /proc/net/snmp6 whose names start
+// with prefix ("Udp6InDatagrams 12"), by name without it.
+func parseSNMP6(data []byte, prefix string) map[string]uint64 {
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 || !strings.HasPrefix(f[0], prefix) {
+			continue
+		}
+		if n, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+			out[strings.TrimPrefix(f[0], prefix)] = n
+		}
+	}
+	return out
 }
 
 // ReadSNMP reads one section of /proc/net/snmp ("Udp", "Ip") in a

@@ -229,6 +229,9 @@ func compactParams(p model.Params) string {
 	if p.MTU != 0 {
 		add("mtu", strconv.Itoa(p.MTU))
 	}
+	if f := model.FamilyKey(p.Family); f != "" {
+		add("family", f)
+	}
 	for _, o := range []struct{ name, value string }{
 		{"gro", p.GRO}, {"gso", p.GSO}, {"tso", p.TSO}, {"txcsum", p.TxChecksum},
 		{"cc", p.CC}, {"nodelay", p.NoDelay}, {"pin", p.Placement},

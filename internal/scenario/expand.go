@@ -20,6 +20,7 @@ func (s *Spec) Expand() []model.Case {
 				for _, params := range w.variants() {
 					params.NICRate = topo.NICRate
 					params.MTU = topo.MTU
+					params.Family = topo.Family
 					params.GRO, params.GSO, params.TSO, params.TxChecksum = topo.GRO, topo.GSO, topo.TSO, topo.TxChecksum
 					params.DurationMS = s.Duration.Milliseconds()
 					params.WarmupMS = s.Warmup.Milliseconds()
@@ -93,7 +94,7 @@ func (s *Spec) placements() []string {
 }
 
 // topologyKey is the topology name with the options that are set:
-// chc, chhc(nic_rate=10gbit,mtu=1500).
+// chc, chhc(nic_rate=10gbit,mtu=1500), chc(family=ipv6).
 func topologyKey(t Topology) string {
 	var opts []string
 	if t.NICRate != "" {
@@ -101,6 +102,9 @@ func topologyKey(t Topology) string {
 	}
 	if t.MTU != 0 {
 		opts = append(opts, "mtu="+strconv.Itoa(t.MTU))
+	}
+	if t.Family != "" {
+		opts = append(opts, "family="+t.Family)
 	}
 	for _, tg := range t.toggles() {
 		if *tg.value != "" {

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"cnbench/internal/inputfile"
+	"cnbench/internal/model"
 	"cnbench/internal/pinning"
 	"cnbench/internal/units"
 	"cnbench/internal/workload"
@@ -97,7 +98,7 @@ func yamlError(file string, err error) *Error {
 
 var (
 	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts", "swarm", "explain"}
-	topologyKeys = []string{"name", "nic_rate", "mtu", "gro", "gso", "tso", "tx_checksum"}
+	topologyKeys = []string{"name", "nic_rate", "mtu", "family", "gro", "gso", "tso", "tx_checksum"}
 )
 
 var expectedTopLevel = "expected a mapping with the keys " + quoteList(topLevelKeys)
@@ -423,6 +424,16 @@ func (p *parser) topology(it item) (Topology, bool) {
 			good = false
 		} else {
 			t.MTU = mtu
+		}
+	}
+	if fd, ok := f["family"]; ok && !isNull(fd.value) {
+		if text, ok := p.scalar(item{fd.value, fd.path}, "an address family"); !ok {
+			good = false
+		} else if family, err := model.ParseFamily(strings.TrimSpace(text)); err != nil {
+			p.report(fd.value, fd.path, err.Error())
+			good = false
+		} else {
+			t.Family = model.FamilyKey(family)
 		}
 	}
 	for _, tg := range t.toggles() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"cnbench/internal/model"
 	"cnbench/internal/pinning"
 	"cnbench/internal/workload"
 )
@@ -17,6 +18,9 @@ type Overrides struct {
 	Placements []string
 	// Explain, when set, turns profiling by stage on or off.
 	Explain *bool
+	// Families cross every topology with each address family given,
+	// replacing the topologies' own.
+	Families []string
 }
 
 // Apply sets the overrides after checking them with the same rules as the
@@ -51,9 +55,34 @@ func (s *Spec) Apply(o Overrides) error {
 		}
 		seen[pl] = true
 	}
+	var families []string
+	for _, f := range o.Families {
+		family, err := model.ParseFamily(f)
+		if err != nil {
+			check("--family", err.Error())
+		} else if seen["family "+family] {
+			check("--family", fmt.Sprintf("family %q given twice", family))
+		}
+		seen["family "+family] = true
+		families = append(families, model.FamilyKey(family))
+	}
+	topologies := s.Topologies
+	if len(families) > 0 {
+		topologies = nil
+		for _, t := range s.Topologies {
+			for _, f := range families {
+				t.Family = f
+				topologies = append(topologies, t)
+			}
+		}
+		if n := len(topologies) * len(s.Modes) * len(s.Workloads); n > maxCases {
+			check("--family", fmt.Sprintf("%d topologies x families would make more than %d cases", len(topologies), maxCases))
+		}
+	}
 	if err := errs.err(); err != nil {
 		return err
 	}
+	s.Topologies = topologies
 	s.Duration, s.Warmup, s.Samples = duration, warmup, samples
 	if len(o.Placements) > 0 {
 		s.Placements = o.Placements

@@ -55,6 +55,9 @@ type Topology struct {
 	NICRateBPS int64
 	// MTU of the emulated NICs; 0 leaves the kernel default (1500).
 	MTU int
+	// Family is the IP version of every address: "ipv6" or "dual";
+	// empty is IPv4.
+	Family string
 	// Offloads of the emulated NICs and veths: "on", "off", or empty for
 	// the kernel's default.
 	GRO, GSO, TSO, TxChecksum string
@@ -195,3 +198,4 @@ func workloadKeys(typ string) []string {
 	r := workload.Get(typ)
 	return slices.Concat([]string{"type"}, r.Axes, r.Knobs)
 }
+

@@ -43,6 +43,9 @@ func (s *Spec) YAML() ([]byte, error) {
 		if t.MTU != 0 {
 			put(m, "mtu", scalarNode(t.MTU))
 		}
+		if t.Family != "" {
+			put(m, "family", scalarNode(t.Family))
+		}
 		for _, tg := range t.toggles() {
 			if *tg.value != "" {
 				put(m, tg.key, scalarNode(*tg.value))

@@ -159,6 +159,9 @@ func remoteCase(c *model.Case, where string) error {
 	if c.Params.Placement != "" && c.Params.Placement != pinning.None {
 		return fmt.Errorf("%w: placement %s through %s: CPUs are their machines', not this one's", mode.ErrUnsupported, c.Params.Placement, where)
 	}
+	if f := model.FamilyKey(c.Params.Family); f != "" {
+		return fmt.Errorf("%w: family %s through %s: they number IPv4 only", mode.ErrUnsupported, f, where)
+	}
 	return nil
 }
 

@@ -41,6 +41,9 @@ func PlanFor(c *model.Case) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if err := d.CheckFamily(opts.Family, c.Topology); err != nil {
+		return Plan{}, err
+	}
 	return Plan{Mode: d, SenderCPUs: sender, ReceiverCPUs: receiver, Opts: opts}, nil
 }
 
@@ -56,6 +59,9 @@ func OnCluster(c *model.Case) bool {
 // buffers of a stream of many flows (boundStreamBuffers), and whether
 // its native engines serve a host each (shareEngines).
 func RecordSettings(c *model.Case) {
+	if c.Params.Family == "" {
+		c.Params.Family = model.FamilyIPv4
+	}
 	shareEngines(c)
 	if d, ok := modes.Lookup(c.Mode); ok && d.Record != nil {
 		d.Record(&c.Params)
@@ -114,10 +120,15 @@ func topoOptions(p model.Params) (topo.Options, error) {
 	if p.NICRate != "" && err != nil {
 		return topo.Options{}, fmt.Errorf("nic_rate %q: %w", p.NICRate, err)
 	}
+	family, err := topo.ParseFamily(p.Family)
+	if err != nil {
+		return topo.Options{}, err
+	}
 	return topo.Options{
 		NICRateBPS: rate,
 		MTU:        p.MTU,
 		Offloads:   topo.Offloads{GRO: p.GRO, GSO: p.GSO, TSO: p.TSO, TxChecksum: p.TxChecksum},
+		Family:     family,
 	}, nil
 }
 

@@ -22,6 +22,9 @@ import (
 func Build(kind string, token netns.Token, opts Options) (t *Topology, err error) {
 	t = &Topology{Kind: kind, Token: token, Opts: opts}
 	defer func() {
+		if err == nil {
+			err = t.pinWires()
+		}
 		if err != nil {
 			err = errors.Join(err, t.Close())
 			t = nil

@@ -18,21 +18,21 @@ var (
 var Rows = familyRows([]mode.Descriptor{
 	{Name: Host, Summary: "native baseline: the engine runs in the host's own namespace",
 		Available: mode.Always, New: newHostMode,
-		Guests: mode.Guests{Build: true}, Addresses: topo.HostAddresses, HostEndpoints: model.MaxEndpointsPerHost},
+		Guests: mode.Guests{Build: true}, IPv6: true, Addresses: topo.HostAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: Veth, Summary: "routed point-to-point veth pair, like the CNI ptp plugin",
 		Available: mode.Always, New: newVethMode,
-		Guests: mode.Guests{Build: true, Modules: vethModules}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
+		Guests: mode.Guests{Build: true, Modules: vethModules}, IPv6: true, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: EBPF, Summary: "routed veth pairs with an eBPF datapath: tc programs hand packets to the peer endpoint (bpf_redirect_peer) or the NIC (bpf_redirect_neigh), like Cilium's BPF host routing",
 		Available: ebpfAvailable, New: newEBPFMode,
 		Guests: mode.Guests{Why: "the guest's agent does not load BPF programs"}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: Bridge, Summary: "veth pair into a Linux bridge on the host, like docker0",
 		Available: mode.Always, New: newBridgeMode,
-		Guests: mode.Guests{Build: true, Modules: bridgeModules}, Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses,
+		Guests: mode.Guests{Build: true, Modules: bridgeModules}, Uncounted: []string{"bridge"}, IPv6: true, Addresses: topo.SubnetAddresses,
 		HostEndpoints: BridgePorts},
 	{Name: OVS, Summary: "veth pair into an Open vSwitch bridge on the host, run by cnbench's own daemons",
 		Available: ovsAvailable, Record: ovsRecord, New: newOVSMode,
 		Guests:    mode.Guests{Why: "Open vSwitch's daemons (ovsdb-server, ovs-vswitchd) and their libraries are not carried in the guest image"},
-		Uncounted: []string{"openvswitch"}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
+		Uncounted: []string{"openvswitch"}, IPv6: true, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	macvlanRow(Macvlan, "macvlan in bridge mode on the host's NIC"),
 	macvlanRow(MacvlanPrivate, "macvlan in private mode: endpoints on one NIC cannot talk"),
 	macvlanRow(MacvlanVEPA, "macvlan in VEPA mode: frames between endpoints hairpin at the switch"),
@@ -43,22 +43,22 @@ var Rows = familyRows([]mode.Descriptor{
 	{Name: NAT, Summary: "bridge with masquerade; clients reach a DNAT'ed port on the server host's address, like docker run -p",
 		Available: natAvailable, New: newNATMode,
 		Guests:    mode.Guests{Why: "the guest image carries no nftables modules for the port mapping"},
-		Uncounted: []string{"bridge"}, Addresses: topo.SubnetAddresses, HostEndpoints: BridgePorts},
+		Uncounted: []string{"bridge"}, IPv6: true, Addresses: topo.SubnetAddresses, HostEndpoints: BridgePorts},
 	{Name: Overlay, Summary: "VXLAN between hosts: a bridge per host with a VTEP on its NIC, like Docker overlay and flannel",
 		Available: overlayAvailable, New: newOverlayMode,
 		Guests:    mode.Guests{Why: "the guest image carries no VXLAN module"},
-		Uncounted: []string{"bridge", "vxlan"}, Addresses: topo.OverlayAddresses},
+		Uncounted: []string{"bridge", "vxlan"}, IPv6: true, Addresses: topo.OverlayAddresses},
 })
 
 func macvlanRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{Name: name, Summary: summary,
 		Available: func() error { return LinkAvailable(name) }, Supports: macvlanSupports(name), New: newMacvlanMode(name),
 		Guests:    mode.Guests{Build: true, Modules: macvlanModules, Supports: macvlanGuestSupports(name)},
-		Addresses: topo.WireAddresses, HostEndpoints: MacvlanEndpoints}
+		Addresses: topo.WireAddresses, HostEndpoints: MacvlanEndpoints, IPv6: true}
 }
 
 func ipvlanRow(name, summary string, addrs topo.Addressing) mode.Descriptor {
 	return mode.Descriptor{Name: name, Summary: summary,
 		Available: func() error { return LinkAvailable(name) }, New: newIPVlanMode(name),
-		Guests: mode.Guests{Build: true, Modules: ipvlanModules}, Addresses: addrs}
+		Guests: mode.Guests{Build: true, Modules: ipvlanModules}, Addresses: addrs, IPv6: true}
 }
