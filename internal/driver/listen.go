@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -13,23 +15,30 @@ import (
 	"cnbench/internal/netns"
 )
 
-// waitListening waits until a TCP socket in the namespace listens on port.
-// External tools print their readiness late or not at all when their
-// output is a pipe, so cnbench asks the kernel instead.
+// waitListening waits until a socket of proto (tcp, udp) in the namespace
+// listens on port, over IPv4 or IPv6. External tools print their
+// readiness late or not at all when their output is a pipe, so cnbench
+// asks the kernel instead.
 func waitListening(ctx context.Context, ns *netns.NS, proto string, port int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		var table []byte
+		var tables [2][]byte
 		err := ns.Do(func() (err error) {
 			// /proc/net follows the process's namespace; thread-self
 			// follows this thread's, which Do has switched.
-			table, err = os.ReadFile("/proc/thread-self/net/" + proto)
+			if tables[0], err = os.ReadFile("/proc/thread-self/net/" + proto); err != nil {
+				return err
+			}
+			tables[1], err = os.ReadFile("/proc/thread-self/net/" + proto + "6")
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a kernel without IPv6
+			}
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("read listening sockets in %s: %w", ns.Name, err)
 		}
-		if listensOn(table, proto, port) {
+		if listensOn(tables[0], proto, port) || listensOn(tables[1], proto, port) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -48,8 +57,8 @@ func waitListening(ctx context.Context, ns *netns.NS, proto string, port int, li
 // socket.
 var listening = map[string]string{"tcp": "0A", "udp": "07"}
 
-// listensOn reports whether table, /proc/net/PROTO, holds a socket
-// listening on port.
+// listensOn reports whether table, /proc/net/PROTO or PROTO6, holds a
+// socket listening on port.
 func listensOn(table []byte, proto string, port int) bool {
 	sc := bufio.NewScanner(bytes.NewReader(table))
 	for sc.Scan() {

@@ -3,7 +3,10 @@ package driver
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"cnbench/internal/measure"
@@ -46,6 +49,11 @@ func newSockperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, erro
 	} else if c.Params.RequestSize != c.Params.ResponseSize {
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
 			ErrCannotRun, c.Params.RequestSize, c.Params.ResponseSize)
+	}
+	if addr := s.Path.Server().Endpoint().Addr; addr.Is6() {
+		if v, ok := sockperfVersion(); ok && !takesIPv6(v) {
+			return nil, fmt.Errorf("%w: sockperf %s takes IPv4 addresses only (it answers \"'-i' Invalid address\" to %s)", ErrCannotRun, v, addr)
+		}
 	}
 	var proto []string
 	listen := "udp"
@@ -150,4 +158,32 @@ func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (measure.Ex
 	x.SentPackets, x.ReceivedPackets, x.Lost = r.Messages, received, r.Messages-received
 	x.ThroughputBPS, x.NoJitter = float64(received*size)*8/r.Time.Seconds(), true
 	return x, nil
+}
+
+// sockperfVersion is the installed sockperf's version ("3.7" of
+// "sockperf, version 3.7-no.git"), read once.
+var sockperfVersion = sync.OnceValues(func() (string, bool) {
+	out, err := exec.Command("sockperf", "--version").CombinedOutput()
+	if err != nil {
+		return "", false
+	}
+	_, rest, ok := strings.Cut(string(out), "version ")
+	if !ok {
+		return "", false
+	}
+	v, _, _ := strings.Cut(strings.Fields(rest)[0], "-")
+	return v, v != ""
+})
+
+// takesIPv6 reports whether a sockperf of version v is known to take
+// IPv6 addresses: 3.7 and older do not (the version Debian ships here
+// refuses them); newer ones are let try.
+func takesIPv6(v string) bool {
+	major, minor, _ := strings.Cut(v, ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(strings.SplitN(minor, ".", 2)[0])
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return ma > 3 || (ma == 3 && mi > 7)
 }

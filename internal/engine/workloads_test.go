@@ -120,32 +120,46 @@ func checkHistogram(t *testing.T, encoded []byte, want int64) {
 	}
 }
 
+// TestPing echoes over ICMP and ICMPv6 (::1), small and large.
 func TestPing(t *testing.T) {
-	for _, size := range []int{32, 32 << 10} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			client := startEngine(t)
-			run, err := client.Run(testContext(t), RunSpec{
-				Workload: WorkloadPing, Target: "127.0.0.1", Flows: 1, MsgSize: size,
-				Count: 20, IntervalUS: 2000, DurationMS: 5000,
+	for _, target := range []string{"127.0.0.1", "::1"} {
+		for _, size := range []int{32, 32 << 10} {
+			t.Run(fmt.Sprint(target, "/", size), func(t *testing.T) {
+				testPing(t, target, size)
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if run.SentPackets != 20 || run.Transactions != 20 || run.Lost != 0 {
-				t.Fatalf("sent %d, answered %d, lost %d", run.SentPackets, run.Transactions, run.Lost)
-			}
-			r := run.RTT
-			if r == nil || r.Min <= 0 || r.Min > r.Avg || r.Avg > r.Max || r.Mdev < 0 {
-				t.Fatalf("rtt %+v", r)
-			}
-			// 20 echoes 2 ms apart: the run takes about 38 ms, not the duration.
-			if run.Elapsed < 30*time.Millisecond || run.Elapsed > time.Second {
-				t.Errorf("elapsed %v", run.Elapsed)
-			}
-			checkHistogram(t, run.LatencyHDR, 20)
-			t.Logf("rtt min/avg/max/mdev %.1f/%.1f/%.1f/%.1f us", r.Min/1e3, r.Avg/1e3, r.Max/1e3, r.Mdev/1e3)
-		})
+		}
 	}
+}
+
+func testPing(t *testing.T, target string, size int) {
+	if target == "::1" {
+		if c, err := net.ListenPacket("udp6", "[::1]:0"); err != nil {
+			t.Skipf("no IPv6 loopback here: %v", err)
+		} else {
+			c.Close()
+		}
+	}
+	client := startEngine(t)
+	run, err := client.Run(testContext(t), RunSpec{
+		Workload: WorkloadPing, Target: target, Flows: 1, MsgSize: size,
+		Count: 20, IntervalUS: 2000, DurationMS: 5000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.SentPackets != 20 || run.Transactions != 20 || run.Lost != 0 {
+		t.Fatalf("sent %d, answered %d, lost %d", run.SentPackets, run.Transactions, run.Lost)
+	}
+	r := run.RTT
+	if r == nil || r.Min <= 0 || r.Min > r.Avg || r.Avg > r.Max || r.Mdev < 0 {
+		t.Fatalf("rtt %+v", r)
+	}
+	// 20 echoes 2 ms apart: the run takes about 38 ms, not the duration.
+	if run.Elapsed < 30*time.Millisecond || run.Elapsed > time.Second {
+		t.Errorf("elapsed %v", run.Elapsed)
+	}
+	checkHistogram(t, run.LatencyHDR, 20)
+	t.Logf("rtt min/avg/max/mdev %.1f/%.1f/%.1f/%.1f us", r.Min/1e3, r.Avg/1e3, r.Max/1e3, r.Mdev/1e3)
 }
 
 func TestPingStopsAtDuration(t *testing.T) {

@@ -198,4 +198,3 @@ func workloadKeys(typ string) []string {
 	r := workload.Get(typ)
 	return slices.Concat([]string{"type"}, r.Axes, r.Knobs)
 }
-
