@@ -136,6 +136,11 @@ func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p 
 			h = t.ClientHost(i-nServers, nServers, p.Pattern)
 		}
 		ep, err := m.Endpoint(h, name)
+		if err == nil && ep.Addr.Is6() != t.Family().Has6() {
+			// A mode that numbered outside the case's family would
+			// measure the other IP version under this one's name.
+			err = fmt.Errorf("the mode placed %s at %s in a topology of family %s", name, ep.Addr, t.Family())
+		}
 		if err != nil {
 			wg.Wait()
 			return nil, err
