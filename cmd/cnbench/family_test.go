@@ -9,11 +9,12 @@ import (
 	"cnbench/internal/testutil"
 )
 
-// TestRunOverEachFamily runs host, bridge and ebpf over IPv6 and
-// dual-stack from the command line: every case of a mode that numbers in
-// IPv6 measures, with its family stored and shown; bridge is held
-// against host of its own family; ebpf, IPv4 only in cnbench, is skipped
-// with that reason; a family that does not exist is bad input.
+// TestRunOverEachFamily runs host, bridge, ebpf and cni:ptp over IPv6
+// and dual-stack from the command line: every case of a mode that
+// numbers in IPv6 measures, with its family stored and shown; bridge and
+// ebpf are held against host of their own family; cni:ptp, IPv4 only in
+// cnbench, is skipped with that reason; a family that does not exist is
+// bad input.
 func TestRunOverEachFamily(t *testing.T) {
 	testutil.RequireRoot(t)
 	if code, _, errOut := runCLI(t, "run", "--modes", "bridge", "--topologies", "chc", "--workloads", "ping",
@@ -21,7 +22,7 @@ func TestRunOverEachFamily(t *testing.T) {
 		t.Errorf("--family ipv5 exited %d: %s", code, errOut)
 	}
 	db := filepath.Join(t.TempDir(), "family.db")
-	code, table, errOut := runCLI(t, "run", "-q", "--db", db, "--modes", "host,bridge,ebpf", "--topologies", "chc",
+	code, table, errOut := runCLI(t, "run", "-q", "--db", db, "--modes", "host,bridge,ebpf,cni:ptp", "--topologies", "chc",
 		"--workloads", "tcp_stream,ping", "--family", "ipv6,dual", "--samples", "2", "--duration", "300ms", "--warmup", "0s")
 	if code != 0 {
 		t.Fatalf("run exited %d: %s\n%s", code, errOut, table)
@@ -51,15 +52,15 @@ func TestRunOverEachFamily(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Cases) != 12 {
-		t.Fatalf("%d cases, want 12 (3 modes x 2 workloads x 2 families)", len(doc.Cases))
+	if len(doc.Cases) != 16 {
+		t.Fatalf("%d cases, want 16 (4 modes x 2 workloads x 2 families)", len(doc.Cases))
 	}
 	for _, c := range doc.Cases {
 		family := c.Params.Family
 		if family != "ipv6" && family != "dual" || !strings.Contains(c.Key, "family="+family) {
 			t.Errorf("%s: family %q", c.Key, family)
 		}
-		if c.Mode == "ebpf" {
+		if c.Mode == "cni:ptp" {
 			if c.Status != "skipped" || !strings.Contains(c.Reason, "IPv4 only") {
 				t.Errorf("%s: %s %q, want skipped for IPv4 only", c.Key, c.Status, c.Reason)
 			}
@@ -75,7 +76,7 @@ func TestRunOverEachFamily(t *testing.T) {
 				t.Errorf("%s: received bytes over the wire's payload %.4f", c.Key, r)
 			}
 		}
-		if c.Mode == "bridge" && len(c.VsHostRatio) == 0 {
+		if c.Mode != "host" && len(c.VsHostRatio) == 0 {
 			t.Errorf("%s: not held against host of its family", c.Key)
 		}
 	}

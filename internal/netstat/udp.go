@@ -59,6 +59,22 @@ func ReadUDP(ns *netns.NS) (UDP, error) {
 	return c.Add(udpOf(parseSNMP6(v6, "Udp6"))), nil
 }
 
+// ReadSNMP6 reads the counters of /proc/net/snmp6 in a namespace whose
+// names start with prefix ("Ip6", "Udp6"), by name without it.
+//
+// Equivalent to: ip netns exec NS nstat -az 'PREFIX*'
+func ReadSNMP6(ns *netns.NS, prefix string) (map[string]uint64, error) {
+	var data []byte
+	err := ns.Do(func() (err error) {
+		data, err = os.ReadFile("/proc/thread-self/net/snmp6")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s counters in %s: %w", prefix, ns.Name, err)
+	}
+	return parseSNMP6(data, prefix), nil
+}
+
 // parseSNMP6 reads the counters of /proc/net/snmp6 whose names start
 // with prefix ("Udp6InDatagrams 12"), by name without it.
 func parseSNMP6(data []byte, prefix string) map[string]uint64 {

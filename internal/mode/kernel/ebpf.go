@@ -133,7 +133,7 @@ func (host *ebpfHost) enter(e ebpfEndpoint) error {
 	if e.host != host.h.Index {
 		v = routeValue{Ifindex: uint32(host.nic), Remote: 1}
 	}
-	if err := host.routes.Put(e.addr.As4(), v); err != nil {
+	if err := host.routes.Put(topo.To4(e.addr).As4(), v); err != nil {
 		return fmt.Errorf("enter %s in the eBPF datapath of %q: %w", e.addr, host.h.NS.Name, err)
 	}
 	return nil

@@ -7,7 +7,9 @@ import (
 
 // The eBPF datapath's program runs at the tc ingress hook of every
 // host-side veth and of the host's NIC. It reads the packet's IPv4
-// destination and looks it up in the host's map of endpoints:
+// destination, or an IPv6 one in the plan's 2001:2::/96 (whose last 32
+// bits are its IPv4 twin's, see topo), and looks its 32 bits up in the
+// host's map of endpoints, so one entry serves both versions:
 //
 //   - an endpoint of this host: it writes the endpoint's MAC as the
 //     destination and the host-side veth's as the source, and hands the
@@ -35,11 +37,21 @@ type routeValue struct {
 const (
 	routeValueSize = 20
 	tcActOK        = 0
-	ethPIPBE       = 0x0008 // ETH_P_IP as the little-endian load of its big-endian bytes
-	// frame is 34 bytes, the Ethernet header and IPv4's first 20, placed
-	// so that the destination address (at 30) is 4-byte aligned.
-	frame    = -46
-	routeKey = -52 // 4 bytes: the IPv4 destination, in network order
+	// ETH_P_IP and ETH_P_IPV6 as the little-endian loads of their
+	// big-endian bytes.
+	ethPIPBE   = 0x0008
+	ethPIPv6BE = 0xdd86
+	// frame holds the Ethernet header and IPv4's first 20 bytes (34), or
+	// IPv6's first 40 (54), placed so that the destination address (at 30
+	// or 38) is 4-byte aligned.
+	frame     = -70
+	frameIPv4 = 14 + 20
+	frameIPv6 = 14 + 40
+	routeKey  = -76 // 4 bytes: the IPv4 destination (or twin), in network order
+	// plan6Word0 is 2001:0002, the first 32 bits of the IPv6 plan's
+	// 2001:2::/96, as the little-endian load of its bytes; the next 64
+	// bits are zero.
+	plan6Word0 = 0x02000120
 )
 
 // datapathProgram is the program of one host, whose map is routes.
@@ -50,13 +62,31 @@ func datapathProgram(routes *ebpf.Map) asm.Instructions {
 		asm.Mov.Imm(asm.R2, 0),
 		asm.Mov.Reg(asm.R3, asm.RFP),
 		asm.Add.Imm(asm.R3, frame),
-		asm.Mov.Imm(asm.R4, 34),
+		asm.Mov.Imm(asm.R4, frameIPv4),
 		asm.FnSkbLoadBytes.Call(),
 		asm.JNE.Imm(asm.R0, 0, "pass"),
 		asm.LoadMem(asm.R1, asm.RFP, frame+12, asm.Half),
-		asm.JNE.Imm(asm.R1, ethPIPBE, "pass"),
-		asm.LoadMem(asm.R1, asm.RFP, frame+14+16, asm.Word),
-		asm.StoreMem(asm.RFP, routeKey, asm.R1, asm.Word),
+		asm.JEq.Imm(asm.R1, ethPIPBE, "ipv4"),
+		asm.JNE.Imm(asm.R1, ethPIPv6BE, "pass"),
+		// IPv6: bpf_skb_load_bytes(skb, 0, frame, 54), then the
+		// destination's first 96 bits must be the plan's.
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, frame),
+		asm.Mov.Imm(asm.R4, frameIPv6),
+		asm.FnSkbLoadBytes.Call(),
+		asm.JNE.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R1, asm.RFP, frame+14+24, asm.Word),
+		asm.JNE.Imm(asm.R1, plan6Word0, "pass"),
+		asm.LoadMem(asm.R1, asm.RFP, frame+14+28, asm.Word),
+		asm.JNE.Imm(asm.R1, 0, "pass"),
+		asm.LoadMem(asm.R1, asm.RFP, frame+14+32, asm.Word),
+		asm.JNE.Imm(asm.R1, 0, "pass"),
+		asm.LoadMem(asm.R1, asm.RFP, frame+14+36, asm.Word),
+		asm.Ja.Label("lookup"),
+		asm.LoadMem(asm.R1, asm.RFP, frame+14+16, asm.Word).WithSymbol("ipv4"),
+		asm.StoreMem(asm.RFP, routeKey, asm.R1, asm.Word).WithSymbol("lookup"),
 		asm.LoadMapPtr(asm.R1, routes.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, routeKey),

@@ -16,7 +16,8 @@ import (
 )
 
 // forwarded is the hosts' count of datagrams their IP stacks forwarded
-// (Ip: ForwDatagrams in /proc/net/snmp of each host's namespace).
+// (Ip: ForwDatagrams in /proc/net/snmp of each host's namespace, and
+// Ip6OutForwDatagrams in /proc/net/snmp6).
 func forwarded(t *testing.T, tp *topo.Topology) int64 {
 	t.Helper()
 	var total int64
@@ -25,7 +26,11 @@ func forwarded(t *testing.T, tp *topo.Topology) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total += int64(ip["ForwDatagrams"])
+		ip6, err := netstat.ReadSNMP6(h.NS, "Ip6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += int64(ip["ForwDatagrams"] + ip6["OutForwDatagrams"])
 	}
 	return total
 }
@@ -43,9 +48,13 @@ func mustLink(t *testing.T, h *topo.Host, name string) netlink.Link {
 // waits for each echo.
 func exchanges(t *testing.T, client, server *topo.Endpoint, n int) {
 	t.Helper()
+	network := "tcp4"
+	if server.Addr.Is6() {
+		network = "tcp6"
+	}
 	var ln net.Listener
 	if err := server.NS.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", netip.AddrPortFrom(server.Addr, 0).String())
+		ln, err = net.Listen(network, netip.AddrPortFrom(server.Addr, 0).String())
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -54,7 +63,7 @@ func exchanges(t *testing.T, client, server *topo.Endpoint, n int) {
 	go nstest.Echo(ln)
 	var conn net.Conn
 	if err := client.NS.Do(func() (err error) {
-		conn, err = net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
+		conn, err = net.DialTimeout(network, ln.Addr().String(), 5*time.Second)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -69,23 +78,27 @@ func exchanges(t *testing.T, client, server *topo.Endpoint, n int) {
 }
 
 // TestEBPFDatapathSkipsTheHostStack exchanges 1000 requests between
-// endpoints on one host and across two, in the ebpf mode and in veth,
-// whose endpoints are the same but for the programs: through veth, each
-// host's IP stack forwards every packet (its ForwDatagrams counter grows
-// by at least the 2000 packets); through ebpf the programs hand them on
-// and the hosts forward none but the few the connection's start takes
-// before the neighbours are known.
+// endpoints on one host and across two, over IPv4 and IPv6, in the ebpf
+// mode and in veth, whose endpoints are the same but for the programs:
+// through veth, each host's IP stack forwards every packet (its
+// ForwDatagrams counters grow by at least the 2000 packets); through ebpf
+// the programs hand them on and the hosts forward none but the few the
+// connection's start takes before the neighbours are known.
 func TestEBPFDatapathSkipsTheHostStack(t *testing.T) {
 	for _, kind := range []string{topo.CHC, topo.CHHC} {
-		for _, name := range []string{Veth, EBPF, EBPF + " on clsact"} {
-			t.Run(name+"/"+kind, func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			family topo.Family
+		}{{Veth, topo.IPv4}, {EBPF, topo.IPv4}, {EBPF + " on clsact", topo.IPv4}, {Veth, topo.IPv6}, {EBPF, topo.IPv6}} {
+			name := c.name
+			t.Run(name+"/"+kind+"/"+string(c.family), func(t *testing.T) {
 				if name == EBPF+" on clsact" {
 					// The attachment of kernels before tcx (6.6).
 					preferTCX = false
 					defer func() { preferTCX = true }()
 				}
 				d := requireMode(t, strings.TrimSuffix(name, " on clsact"), kind)
-				tp, m := modetest.Build(t, d, kind, topo.Options{})
+				tp, m := modetest.Build(t, d, kind, topo.Options{Family: c.family})
 				server, client := modetest.Pair(t, tp, m)
 				before := forwarded(t, tp)
 				if !preferTCX {
@@ -96,7 +109,7 @@ func TestEBPFDatapathSkipsTheHostStack(t *testing.T) {
 				}
 				exchanges(t, client, server, 1000)
 				n := forwarded(t, tp) - before
-				t.Logf("%s/%s: the hosts forwarded %d datagrams for 2000 packets", name, kind, n)
+				t.Logf("%s/%s/%s: the hosts forwarded %d datagrams for 2000 packets", name, kind, c.family, n)
 				if name == Veth && n < 2000 {
 					t.Errorf("veth: the hosts forwarded %d datagrams, want at least 2000: the counter does not count what it should", n)
 				}

@@ -24,7 +24,7 @@ var Rows = familyRows([]mode.Descriptor{
 		Guests: mode.Guests{Build: true, Modules: vethModules}, IPv6: true, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: EBPF, Summary: "routed veth pairs with an eBPF datapath: tc programs hand packets to the peer endpoint (bpf_redirect_peer) or the NIC (bpf_redirect_neigh), like Cilium's BPF host routing",
 		Available: ebpfAvailable, New: newEBPFMode,
-		Guests: mode.Guests{Why: "the guest's agent does not load BPF programs"}, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
+		Guests: mode.Guests{Why: "the guest's agent does not load BPF programs"}, IPv6: true, Addresses: topo.SubnetAddresses, HostEndpoints: model.MaxEndpointsPerHost},
 	{Name: Bridge, Summary: "veth pair into a Linux bridge on the host, like docker0",
 		Available: mode.Always, New: newBridgeMode,
 		Guests: mode.Guests{Build: true, Modules: bridgeModules}, Uncounted: []string{"bridge"}, IPv6: true, Addresses: topo.SubnetAddresses,
