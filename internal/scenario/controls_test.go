@@ -75,3 +75,53 @@ func TestHostControlsRejected(t *testing.T) {
 		t.Errorf("--placement nowhere: %v", err)
 	}
 }
+
+// TestFamilies reads the family of each topology into its cases and
+// keys (ipv4, the default, written nowhere), writes it back, refuses one
+// that does not exist, and crosses the topologies with --family.
+func TestFamilies(t *testing.T) {
+	src := `name: families
+modes: [bridge]
+topologies:
+  - {name: chc, family: ipv6}
+  - {name: chc, family: dual}
+  - {name: chc, family: ipv4}
+workloads: [tcp_rr]
+`
+	s, err := Parse("families.yaml", []byte(src), testVocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := s.Expand()
+	want := []struct{ family, key string }{
+		{"ipv6", "bridge/chc(family=ipv6)/"}, {"dual", "bridge/chc(family=dual)/"}, {"", "bridge/chc/"},
+	}
+	for i, c := range cases {
+		if c.Params.Family != want[i].family || !strings.HasPrefix(c.Key, want[i].key) {
+			t.Errorf("case %d: family %q key %q, want %q and %q", i, c.Params.Family, c.Key, want[i].family, want[i].key)
+		}
+	}
+	doc, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Parse("again.yaml", doc, testVocab); err != nil || again.Expand()[1].Key != cases[1].Key {
+		t.Errorf("round trip: %v\n%s", err, doc)
+	}
+	bad := strings.Replace(src, "family: dual", "family: ipv5", 1)
+	if _, err := Parse("bad.yaml", []byte(bad), testVocab); err == nil || !strings.Contains(err.Error(), "topologies[1].family") ||
+		!strings.Contains(err.Error(), "ipv4, ipv6 or dual") {
+		t.Errorf("family ipv5: %v", err)
+	}
+	if err := s.Apply(Overrides{Families: []string{"ipv4", "ipv6"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Three entries of chc that differed only in family are one per
+	// family given.
+	if c := s.Expand(); len(c) != 2 || c[0].Params.Family != "" || c[1].Params.Family != "ipv6" {
+		t.Errorf("--family ipv4,ipv6 over chc in three families gave %d cases: %+v", len(c), c)
+	}
+	if err := s.Apply(Overrides{Families: []string{"ipv6", "ipv6"}}); err == nil || !strings.Contains(err.Error(), "--family") {
+		t.Errorf("--family ipv6,ipv6: %v", err)
+	}
+}

@@ -68,11 +68,16 @@ func (s *Spec) Apply(o Overrides) error {
 	}
 	topologies := s.Topologies
 	if len(families) > 0 {
+		// Entries that differed only in their family become one.
 		topologies = nil
+		crossed := map[string]bool{}
 		for _, t := range s.Topologies {
 			for _, f := range families {
 				t.Family = f
-				topologies = append(topologies, t)
+				if !crossed[topologyKey(t)] {
+					crossed[topologyKey(t)] = true
+					topologies = append(topologies, t)
+				}
 			}
 		}
 		if n := len(topologies) * len(s.Modes) * len(s.Workloads); n > maxCases {

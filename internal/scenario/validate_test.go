@@ -34,7 +34,7 @@ func TestParseRejects(t *testing.T) {
 		// Unknown and repeated keys, at every level.
 		{"unknown top-level key", validBase + "mode: [host]\n", "mode", 5, `unknown key "mode"; allowed keys: name, description`},
 		{"typo gets a suggestion", validBase + "sampels: 3\n", "sampels", 5, `did you mean "samples"?`},
-		{"unknown topology key", "name: x\nmodes: [host]\ntopologies:\n  - {name: chhc, rate: 1gbit}\nworkloads: [tcp_rr]\n", "topologies[0].rate", 4, `allowed keys: name, nic_rate, mtu, gro, gso, tso, tx_checksum (did you mean "nic_rate"?)`},
+		{"unknown topology key", "name: x\nmodes: [host]\ntopologies:\n  - {name: chhc, rate: 1gbit}\nworkloads: [tcp_rr]\n", "topologies[0].rate", 4, `allowed keys: name, nic_rate, mtu, family, gro, gso, tso, tx_checksum (did you mean "nic_rate"?)`},
 		{"unknown workload key", "name: x\nmodes: [host]\ntopologies: [chc]\nworkloads:\n  - type: tcp_stream\n    flow: 2\n", "workloads[0].flow", 6, "allowed keys: type, flows, msg_size"},
 		{"stream key on rr", "name: x\nmodes: [host]\ntopologies: [chc]\nworkloads:\n  - {type: tcp_rr, msg_size: 64}\n", "workloads[0].msg_size", 5, "allowed keys: type, flows, request_size, response_size"},
 		{"repeated key", validBase + "modes: [host]\n", "modes", 5, "first on line 2"},
