@@ -36,27 +36,15 @@ func (c UDP) Sub(d UDP) UDP {
 //
 // Equivalent to: ip netns exec NS nstat -az 'Udp*' 'Udp6*'
 func ReadUDP(ns *netns.NS) (UDP, error) {
-	var v4, v6 []byte
-	err := ns.Do(func() (err error) {
-		// /proc/net follows the process's namespace; thread-self follows
-		// this thread's, which Do has switched.
-		if v4, err = os.ReadFile("/proc/thread-self/net/snmp"); err != nil {
-			return err
-		}
-		v6, err = os.ReadFile("/proc/thread-self/net/snmp6")
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // a kernel without IPv6
-		}
-		return err
-	})
-	if err != nil {
-		return UDP{}, fmt.Errorf("read UDP counters in %s: %w", ns.Name, err)
-	}
-	c, err := ParseSNMPUDP(v4)
+	v4, err := ReadSNMP(ns, "Udp")
 	if err != nil {
 		return UDP{}, err
 	}
-	return c.Add(udpOf(parseSNMP6(v6, "Udp6"))), nil
+	v6, err := ReadSNMP6(ns, "Udp6")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6 has no snmp6
+		return UDP{}, err
+	}
+	return udpOf(v4).Add(udpOf(v6)), nil
 }
 
 // ReadSNMP6 reads the counters of /proc/net/snmp6 in a namespace whose

@@ -56,27 +56,19 @@ const (
 
 // datapathProgram is the program of one host, whose map is routes.
 func datapathProgram(routes *ebpf.Map) asm.Instructions {
-	return asm.Instructions{
+	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
-		// bpf_skb_load_bytes(skb, 0, frame, 34)
-		asm.Mov.Imm(asm.R2, 0),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, frame),
-		asm.Mov.Imm(asm.R4, frameIPv4),
-		asm.FnSkbLoadBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "pass"),
+	}
+	insns = append(insns, loadFrame(frameIPv4)...)
+	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.RFP, frame+12, asm.Half),
 		asm.JEq.Imm(asm.R1, ethPIPBE, "ipv4"),
 		asm.JNE.Imm(asm.R1, ethPIPv6BE, "pass"),
-		// IPv6: bpf_skb_load_bytes(skb, 0, frame, 54), then the
-		// destination's first 96 bits must be the plan's.
-		asm.Mov.Reg(asm.R1, asm.R6),
-		asm.Mov.Imm(asm.R2, 0),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, frame),
-		asm.Mov.Imm(asm.R4, frameIPv6),
-		asm.FnSkbLoadBytes.Call(),
-		asm.JNE.Imm(asm.R0, 0, "pass"),
+	)
+	// IPv6: the longer header, then the destination's first 96 bits
+	// must be the plan's.
+	insns = append(insns, loadFrame(frameIPv6)...)
+	return append(insns,
 		asm.LoadMem(asm.R1, asm.RFP, frame+14+24, asm.Word),
 		asm.JNE.Imm(asm.R1, plan6Word0, "pass"),
 		asm.LoadMem(asm.R1, asm.RFP, frame+14+28, asm.Word),
@@ -118,6 +110,22 @@ func datapathProgram(routes *ebpf.Map) asm.Instructions {
 		asm.Return(),
 		asm.Mov.Imm(asm.R0, tcActOK).WithSymbol("pass"),
 		asm.Return(),
+	)
+}
+
+// loadFrame copies the packet's first n bytes to frame, and lets a
+// packet shorter than that pass.
+//
+// Equivalent to: if (bpf_skb_load_bytes(skb, 0, frame, n)) return TC_ACT_OK;
+func loadFrame(n int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, frame),
+		asm.Mov.Imm(asm.R4, n),
+		asm.FnSkbLoadBytes.Call(),
+		asm.JNE.Imm(asm.R0, 0, "pass"),
 	}
 }
 
