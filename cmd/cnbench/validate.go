@@ -24,6 +24,7 @@ import (
 type validateFlags struct {
 	modes    []string
 	topology string
+	family   string
 	samples  int
 	sampling samplingFlags
 	place    string
@@ -92,6 +93,7 @@ another run may land on the other side.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&f.topology, "topology", "chc", "topology to validate on")
+	fl.StringVar(&f.family, "family", "ipv4", "address family of the topology: ipv4, ipv6 or dual (traffic over IPv6)")
 	fl.IntVar(&f.samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
 	f.sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: true},
 		"also stop an engine's case once its own 95% confidence interval is within PCT % of its mean (0: only when its verdict is settled)",
@@ -208,6 +210,10 @@ var validateEngines = []string{"native", "iperf3", "sockperf", "netperf"}
 func validateSpec(f validateFlags) (*scenario.Spec, error) {
 	v := vocabulary()
 	topologies := []string{f.topology}
+	family, err := model.ParseFamily(f.family)
+	if err != nil {
+		return nil, &scenario.Error{Path: "--family", Msg: err.Error()}
+	}
 	if err := errors.Join(
 		scenario.CheckNames("--modes", "mode", f.modes, v.Modes),
 		scenario.CheckNames("--topology", "topology", topologies, v.Topologies),
@@ -218,7 +224,7 @@ func validateSpec(f validateFlags) (*scenario.Spec, error) {
 	spec := &scenario.Spec{
 		Name:       "validate",
 		Modes:      f.modes,
-		Topologies: []scenario.Topology{{Name: f.topology}},
+		Topologies: []scenario.Topology{{Name: f.topology, Family: model.FamilyKey(family)}},
 		Workloads: []scenario.Workload{
 			{Type: "tcp_stream", Flows: []int{1}, MsgSizes: []int{128 << 10}},
 			{Type: "tcp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},

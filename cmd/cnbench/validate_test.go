@@ -46,6 +46,11 @@ engines: [native, iperf3, sockperf, netperf]
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("validate's scenario\n got %+v\nwant %+v", got, want)
 	}
+	f6 := f
+	f6.family = "ipv6"
+	if got, err := validateSpec(f6); err != nil || got.Topologies[0] != (scenario.Topology{Name: "chhc", Family: "ipv6"}) {
+		t.Errorf("--family ipv6: %+v, %v", got, err)
+	}
 
 	for _, tt := range []struct {
 		edit func(*validateFlags)
@@ -56,6 +61,7 @@ engines: [native, iperf3, sockperf, netperf]
 		{func(f *validateFlags) { f.samples = 0 }, "--samples"},
 		{func(f *validateFlags) { f.duration = 0 }, "--duration"},
 		{func(f *validateFlags) { f.place = "nowhere" }, "--placement"},
+		{func(f *validateFlags) { f.family = "ipv5" }, "--family"},
 	} {
 		bad := f
 		tt.edit(&bad)

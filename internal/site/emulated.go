@@ -164,6 +164,9 @@ func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p 
 			}
 		}
 	}
+	if err := t.AwaitIPv6(); err != nil {
+		return nil, err
+	}
 	return pa, nil
 }
 

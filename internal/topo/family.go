@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -278,7 +279,8 @@ func pickAddr(v6 bool, a netip.Addr) netip.Addr {
 // a link comes up, the kernel's first solicitation went unanswered and
 // the first packet waited for the next one, a second later (two freshly
 // cabled namespaces: 2,027 ms for the first echo, 0.4 ms once the links
-// had been up a second). IPv4's ARP has no such wait and keeps it.
+// had been up a second). IPv4's ARP has no such wait and keeps it. Then
+// it waits for the addresses to be usable (AwaitIPv6).
 //
 // Equivalent to, for each such pair: ip -n A -6 neigh replace ADDR(B)
 // lladdr MAC(B) dev LINK(A) nud permanent, and the same the other way
@@ -286,34 +288,9 @@ func (t *Topology) pinWires() error {
 	if !t.Family().Has6() {
 		return nil
 	}
-	type port struct {
-		handle *netlink.Handle
-		ns     string
-		link   netlink.Link
-		prefix netip.Prefix
-	}
-	var ports []port
-	t.mu.Lock()
-	namespaces, handles := slices.Clone(t.namespaces), slices.Clone(t.handles)
-	t.mu.Unlock()
-	for i, h := range handles {
-		links, err := h.LinkList()
-		if err != nil {
-			return fmt.Errorf("links in %q: %w", namespaces[i].Name, err)
-		}
-		for _, l := range links {
-			addrs, err := h.AddrList(l, netlink.FAMILY_V6)
-			if err != nil {
-				return fmt.Errorf("addresses of %s in %q: %w", l.Attrs().Name, namespaces[i].Name, err)
-			}
-			for _, a := range addrs {
-				ip, ok := netip.AddrFromSlice(a.IP)
-				bits, _ := a.Mask.Size()
-				if ok && pool6.Contains(ip) {
-					ports = append(ports, port{h, namespaces[i].Name, l, netip.PrefixFrom(ip, bits)})
-				}
-			}
-		}
+	ports, err := t.ipv6Ports()
+	if err != nil {
+		return err
 	}
 	for _, a := range ports {
 		for _, b := range ports {
@@ -323,6 +300,89 @@ func (t *Topology) pinWires() error {
 			if err := IPv6.PinNeighbour(a.handle, a.ns, a.link, b.prefix.Addr(), b.link.Attrs().HardwareAddr); err != nil {
 				return err
 			}
+		}
+	}
+	return awaitLocal(ports)
+}
+
+// AwaitIPv6 waits until every IPv6 address of the plan in the
+// topology's namespaces, endpoints' included, is the kernel's own: its
+// local route in place. The kernel adds that route from a work queue
+// some time after the address and its link come up, even without
+// duplicate address detection; a connection made before it was routed
+// out of the NIC toward nobody, and a SYN that arrived before it was
+// dropped ("Ip6InNoRoutes"): in one build of host/chc/dual out of 150 a
+// connection to the host's own address timed out after 3 s, and across
+// hosts first SYNs waited a second. Without IPv6, nothing.
+func (t *Topology) AwaitIPv6() error {
+	if !t.Family().Has6() {
+		return nil
+	}
+	ports, err := t.ipv6Ports()
+	if err != nil {
+		return err
+	}
+	return awaitLocal(ports)
+}
+
+// ipv6Port is an address of the IPv6 plan on a link of one of the
+// topology's namespaces.
+type ipv6Port struct {
+	handle *netlink.Handle
+	ns     string
+	link   netlink.Link
+	prefix netip.Prefix
+}
+
+// ipv6Ports lists the addresses of the IPv6 plan in the topology's
+// namespaces.
+func (t *Topology) ipv6Ports() ([]ipv6Port, error) {
+	var ports []ipv6Port
+	t.mu.Lock()
+	namespaces, handles := slices.Clone(t.namespaces), slices.Clone(t.handles)
+	t.mu.Unlock()
+	for i, h := range handles {
+		links, err := h.LinkList()
+		if err != nil {
+			return nil, fmt.Errorf("links in %q: %w", namespaces[i].Name, err)
+		}
+		for _, l := range links {
+			addrs, err := h.AddrList(l, netlink.FAMILY_V6)
+			if err != nil {
+				return nil, fmt.Errorf("addresses of %s in %q: %w", l.Attrs().Name, namespaces[i].Name, err)
+			}
+			for _, a := range addrs {
+				ip, ok := netip.AddrFromSlice(a.IP)
+				bits, _ := a.Mask.Size()
+				if ok && pool6.Contains(ip) {
+					ports = append(ports, ipv6Port{h, namespaces[i].Name, l, netip.PrefixFrom(ip, bits)})
+				}
+			}
+		}
+	}
+	return ports, nil
+}
+
+// awaitLocalFor bounds how long an address may take to become the
+// kernel's own.
+const awaitLocalFor = 3 * time.Second
+
+// awaitLocal waits until the kernel routes each port's address to
+// itself.
+//
+// Equivalent to: until ip -n NS -6 route get ADDR | grep -q ^local; do sleep 0.001; done
+func awaitLocal(ports []ipv6Port) error {
+	deadline := time.Now().Add(awaitLocalFor)
+	for _, p := range ports {
+		for {
+			routes, err := p.handle.RouteGet(net.IP(p.prefix.Addr().AsSlice()))
+			if err == nil && len(routes) > 0 && routes[0].Type == unix.RTN_LOCAL {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("address %s on %s in %q is not the kernel's own after %v (%v)", p.prefix.Addr(), p.link.Attrs().Name, p.ns, awaitLocalFor, err)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 	return nil

@@ -76,5 +76,8 @@ func Pair(t *testing.T, tp *topo.Topology, m mode.Mode) (server, client *topo.En
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := tp.AwaitIPv6(); err != nil {
+		t.Fatal(err)
+	}
 	return server, client
 }
