@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"cnbench/internal/netns"
+	"cnbench/internal/netstat"
 )
 
 // waitListening waits until a socket of proto (tcp, udp) in the namespace
@@ -22,23 +22,15 @@ import (
 func waitListening(ctx context.Context, ns *netns.NS, proto string, port int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		var tables [2][]byte
-		err := ns.Do(func() (err error) {
-			// /proc/net follows the process's namespace; thread-self
-			// follows this thread's, which Do has switched.
-			if tables[0], err = os.ReadFile("/proc/thread-self/net/" + proto); err != nil {
-				return err
-			}
-			tables[1], err = os.ReadFile("/proc/thread-self/net/" + proto + "6")
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // a kernel without IPv6
-			}
-			return err
-		})
+		v4, err := netstat.ReadProcNet(ns, proto)
 		if err != nil {
 			return fmt.Errorf("read listening sockets in %s: %w", ns.Name, err)
 		}
-		if listensOn(tables[0], proto, port) || listensOn(tables[1], proto, port) {
+		v6, err := netstat.ReadProcNet(ns, proto+"6")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6 has no tcp6
+			return fmt.Errorf("read listening sockets in %s: %w", ns.Name, err)
+		}
+		if listensOn(v4, proto, port) || listensOn(v6, proto, port) {
 			return nil
 		}
 		if time.Now().After(deadline) {

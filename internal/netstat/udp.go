@@ -52,15 +52,25 @@ func ReadUDP(ns *netns.NS) (UDP, error) {
 //
 // Equivalent to: ip netns exec NS nstat -az 'PREFIX*'
 func ReadSNMP6(ns *netns.NS, prefix string) (map[string]uint64, error) {
-	var data []byte
-	err := ns.Do(func() (err error) {
-		data, err = os.ReadFile("/proc/thread-self/net/snmp6")
-		return err
-	})
+	data, err := ReadProcNet(ns, "snmp6")
 	if err != nil {
 		return nil, fmt.Errorf("read %s counters in %s: %w", prefix, ns.Name, err)
 	}
 	return parseSNMP6(data, prefix), nil
+}
+
+// ReadProcNet reads the file /proc/net/NAME as the namespace ns sees it.
+//
+// Equivalent to: ip netns exec NS cat /proc/net/NAME
+func ReadProcNet(ns *netns.NS, name string) ([]byte, error) {
+	var data []byte
+	err := ns.Do(func() (err error) {
+		// /proc/net follows the process's namespace; thread-self follows
+		// this thread's, which Do has switched.
+		data, err = os.ReadFile("/proc/thread-self/net/" + name)
+		return err
+	})
+	return data, err
 }
 
 // parseSNMP6 reads the counters of /proc/net/snmp6 whose names start
@@ -85,13 +95,7 @@ func parseSNMP6(data []byte, prefix string) map[string]uint64 {
 //
 // Equivalent to: ip netns exec NS nstat -az SECTION*
 func ReadSNMP(ns *netns.NS, section string) (map[string]uint64, error) {
-	var data []byte
-	err := ns.Do(func() (err error) {
-		// /proc/net follows the process's namespace; thread-self follows
-		// this thread's, which Do has switched.
-		data, err = os.ReadFile("/proc/thread-self/net/snmp")
-		return err
-	})
+	data, err := ReadProcNet(ns, "snmp")
 	if err != nil {
 		return nil, fmt.Errorf("read %s counters in %s: %w", section, ns.Name, err)
 	}
