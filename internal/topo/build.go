@@ -25,6 +25,9 @@ func Build(kind string, token netns.Token, opts Options) (t *Topology, err error
 		if err == nil {
 			err = t.pinWires()
 		}
+		if err == nil {
+			err = t.AwaitIPv6()
+		}
 		if err != nil {
 			err = errors.Join(err, t.Close())
 			t = nil

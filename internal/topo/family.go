@@ -206,10 +206,10 @@ func (f Family) AddRoute(h *netlink.Handle, ns string, r Route) error {
 			route.Dst = ipNet(netip.PrefixFrom(netip.IPv6Unspecified(), 0))
 		}
 		if r.Gw.IsValid() {
-			route.Gw = net.IP(pickAddr(v6, r.Gw).AsSlice())
+			route.Gw = net.IP(AddrIn(v6, r.Gw).AsSlice())
 		}
 		if r.Src.IsValid() {
-			route.Src = net.IP(pickAddr(v6, r.Src).AsSlice())
+			route.Src = net.IP(AddrIn(v6, r.Src).AsSlice())
 		}
 		if r.OnLink && !v6 {
 			route.Scope = netlink.SCOPE_LINK
@@ -265,7 +265,8 @@ func pick(f Family, v6 bool, p netip.Prefix) netip.Prefix {
 	return p
 }
 
-func pickAddr(v6 bool, a netip.Addr) netip.Addr {
+// AddrIn is a plan address in its IPv6 (v6) or IPv4 form.
+func AddrIn(v6 bool, a netip.Addr) netip.Addr {
 	if v6 {
 		return To6(a)
 	}
@@ -279,15 +280,11 @@ func pickAddr(v6 bool, a netip.Addr) netip.Addr {
 // a link comes up, the kernel's first solicitation went unanswered and
 // the first packet waited for the next one, a second later (two freshly
 // cabled namespaces: 2,027 ms for the first echo, 0.4 ms once the links
-// had been up a second). IPv4's ARP has no such wait and keeps it. Then
-// it waits for the addresses to be usable (AwaitIPv6).
+// had been up a second). IPv4's ARP has no such wait and keeps it.
 //
 // Equivalent to, for each such pair: ip -n A -6 neigh replace ADDR(B)
 // lladdr MAC(B) dev LINK(A) nud permanent, and the same the other way
 func (t *Topology) pinWires() error {
-	if !t.Family().Has6() {
-		return nil
-	}
 	ports, err := t.ipv6Ports()
 	if err != nil {
 		return err
@@ -302,7 +299,7 @@ func (t *Topology) pinWires() error {
 			}
 		}
 	}
-	return awaitLocal(ports)
+	return nil
 }
 
 // AwaitIPv6 waits until every IPv6 address of the plan in the
@@ -315,9 +312,6 @@ func (t *Topology) pinWires() error {
 // connection to the host's own address timed out after 3 s, and across
 // hosts first SYNs waited a second. Without IPv6, nothing.
 func (t *Topology) AwaitIPv6() error {
-	if !t.Family().Has6() {
-		return nil
-	}
 	ports, err := t.ipv6Ports()
 	if err != nil {
 		return err
@@ -335,8 +329,11 @@ type ipv6Port struct {
 }
 
 // ipv6Ports lists the addresses of the IPv6 plan in the topology's
-// namespaces.
+// namespaces; none where its family has no IPv6.
 func (t *Topology) ipv6Ports() ([]ipv6Port, error) {
+	if !t.Family().Has6() {
+		return nil, nil
+	}
 	var ports []ipv6Port
 	t.mu.Lock()
 	namespaces, handles := slices.Clone(t.namespaces), slices.Clone(t.handles)

@@ -89,8 +89,8 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("expose %s:%d: no nat rules on host %s", ep.Addr, port, ep.Host.Name)
 	}
 	for _, t := range rules.tables {
-		published := netip.AddrPortFrom(version(t.v6, ep.Host.Addr), uint16(port))
-		target := netip.AddrPortFrom(version(t.v6, ep.Addr), uint16(port))
+		published := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Host.Addr), uint16(port))
+		target := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Addr), uint16(port))
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
 			rules.conn.AddRule(&nftables.Rule{Table: t.table, Chain: t.prerouting, Exprs: dnatExprs(proto, published, target)})
 		}
@@ -102,13 +102,6 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	return published, nil
 }
 
-// version is a plan address in IPv6 (v6) or IPv4 form.
-func version(v6 bool, a netip.Addr) netip.Addr {
-	if v6 {
-		return topo.To6(a)
-	}
-	return topo.To4(a)
-}
 
 // newNATRules creates cnbench's table in the host namespace, one per IP
 // version of the family, with its two NAT chains and the masquerade rules
