@@ -102,7 +102,6 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	return published, nil
 }
 
-
 // newNATRules creates cnbench's table in the host namespace, one per IP
 // version of the family, with its two NAT chains and the masquerade rules
 // for the host's endpoint subnets (its /24 and, for hosts with one, its
