@@ -37,6 +37,8 @@ type netperfDriver struct {
 	client site.Site
 	target string
 	port   string
+	// version is netperf's -4 or -6, as target is.
+	version string
 	// test is the case's test and its test-specific flags.
 	test []string
 }
@@ -67,7 +69,11 @@ func newNetperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, error
 		srv.StopWithin(0)
 		return nil, err
 	}
-	return &netperfDriver{server: srv, client: s.Path.Client(), target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), test: test}, nil
+	version := "-4"
+	if target.Addr().Is6() {
+		version = "-6"
+	}
+	return &netperfDriver{server: srv, client: s.Path.Client(), target: target.Addr().String(), port: strconv.Itoa(int(target.Port())), version: version, test: test}, nil
 }
 
 // netperfArgs are the netperf test and test-specific flags for a case.
@@ -115,11 +121,7 @@ func (d *netperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Dur
 	// as iperf3's and cnbench's own are; netperf aligns to 8 bytes by
 	// default, and copies from a misaligned buffer cost its streams up
 	// to a third of their throughput on some CPUs.
-	version := "-4"
-	if strings.Contains(d.target, ":") {
-		version = "-6"
-	}
-	args := []string{"netperf", "-H", d.target, "-p", d.port, version, "-l", strconv.Itoa(secs), "-P", "0",
+	args := []string{"netperf", "-H", d.target, "-p", d.port, d.version, "-l", strconv.Itoa(secs), "-P", "0",
 		"-a", "4096,4096", "-A", "4096,4096"}
 	if c.Workload != "tcp_stream" {
 		// The latency statistics; they time every transaction, which a

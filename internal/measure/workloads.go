@@ -19,7 +19,7 @@ func shapeValues(c model.Case, s *model.Sample, x Exchange, before, after readin
 	}
 	switch {
 	case row.Shape == workload.Stream && row.Transport == workload.TCP:
-		return tcpStreamValues(s.Values, x, before, after, bothCPU, c.Params.Family == model.FamilyIPv6 || c.Params.Family == model.FamilyDual)
+		return tcpStreamValues(s.Values, x, before, after, bothCPU, model.FamilyHas6(c.Params.Family))
 	case row.Shape == workload.Stream || row.Shape == workload.MaxRateSearch:
 		return datagramValues(row, s.Values, x, before, after, bothCPU)
 	case row.Shape == workload.RequestResponse && row.Transport == workload.TCP:

@@ -395,6 +395,10 @@ func ParseFamily(s string) (string, error) {
 	return "", fmt.Errorf("expected an address family: ipv4, ipv6 or dual, got %q", s)
 }
 
+// FamilyHas6 reports whether family f numbers in IPv6 (and so carries
+// its traffic over it).
+func FamilyHas6(f string) bool { return f == FamilyIPv6 || f == FamilyDual }
+
 // FamilyKey is how a family is written in a topology's key and a
 // scenario: IPv4, the default, not at all, so keys stay those of runs
 // that had no family.

@@ -80,8 +80,10 @@ func (s *Spec) Apply(o Overrides) error {
 				}
 			}
 		}
-		if n := len(topologies) * len(s.Modes) * len(s.Workloads); n > maxCases {
-			check("--family", fmt.Sprintf("%d topologies x families would make more than %d cases", len(topologies), maxCases))
+		whole := *s
+		whole.Topologies = topologies
+		if n := whole.countCases(); n > maxCases {
+			check("--family", whole.matrixMessage(n))
 		}
 	}
 	if err := errs.err(); err != nil {

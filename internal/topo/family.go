@@ -37,7 +37,7 @@ func ParseFamily(s string) (Family, error) {
 
 // Has4 and Has6 report whether the family numbers in IPv4 and IPv6.
 func (f Family) Has4() bool { return f != IPv6 }
-func (f Family) Has6() bool { return f == IPv6 || f == Dual }
+func (f Family) Has6() bool { return model.FamilyHas6(string(f)) }
 
 // The IPv6 plan is the IPv4 plan (address.go) written into the last 32
 // bits of 2001:2::/96, inside 2001:2::/48, the range RFC 5180 reserves
