@@ -171,7 +171,11 @@ var sockperfVersion = sync.OnceValues(func() (string, bool) {
 	if !ok {
 		return "", false
 	}
-	v, _, _ := strings.Cut(strings.Fields(rest)[0], "-")
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", false
+	}
+	v, _, _ := strings.Cut(fields[0], "-")
 	return v, v != ""
 })
 

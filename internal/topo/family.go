@@ -122,13 +122,13 @@ func (f Family) Loopback() netip.Addr {
 	return netip.MustParseAddr("127.0.0.1")
 }
 
-// Family is the topology's address family.
+// Family is the topology's address family; options that name none are
+// IPv4.
 func (t *Topology) Family() Family {
-	f, err := ParseFamily(string(t.Opts.Family))
-	if err != nil {
+	if t.Opts.Family == "" {
 		return IPv4
 	}
-	return f
+	return t.Opts.Family
 }
 
 // PrepareNamespace readies a namespace cnbench made for the family: with
