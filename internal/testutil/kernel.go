@@ -20,7 +20,7 @@ import (
 var kernelModules = map[string]string{
 	"VETH": "veth", "BRIDGE": "bridge", "MACVLAN": "macvlan", "IPVLAN": "ipvlan",
 	"VXLAN": "vxlan", "IFB": "ifb", "NF_TABLES": "nf_tables", "NFT_NAT": "nft_chain_nat",
-	"NFT_MASQ": "nft_masq", "OPENVSWITCH": "openvswitch",
+	"NFT_MASQ": "nft_masq", "OPENVSWITCH": "openvswitch", "INET_ESP": "esp4", "CRYPTO_GCM": "gcm",
 }
 
 // KernelHas reports whether the running kernel has an option (BRIDGE,
@@ -93,7 +93,11 @@ var (
 	modeKernel = map[string][]string{
 		"host": nil, "veth": {"VETH"}, "ebpf": {"VETH", "BPF_SYSCALL", "NET_CLS_ACT"}, "bridge": {"VETH", "BRIDGE"}, "nat": {"VETH", "BRIDGE", "NF_TABLES", "NFT_NAT", "NFT_MASQ"},
 		"overlay": {"VETH", "BRIDGE", "VXLAN"}, "ovs": {"VETH"}, "macvlan": {"VETH", "MACVLAN"}, "ipvlan": {"VETH", "IPVLAN"},
+		"wireguard": {"VETH", "WIREGUARD"},
 	}
+	// overlay:ipsec needs ESP and the GCM its AEAD is built from besides
+	// the overlay's links.
+	ipsecKernel    = []string{"XFRM_USER", "INET_ESP", "CRYPTO_GCM"}
 	ovsPrograms    = []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"}
 	dockerPrograms = []string{"dockerd", "containerd", "containerd-shim-runc-v2", "runc", "nsenter", "iptables"}
 	// The kernel option each CNI plugin's links need.
@@ -132,6 +136,9 @@ func ModeExpected(name string) (bool, string) {
 			return false, "no expectation for mode " + name
 		}
 		options = need
+		if name == "overlay:ipsec" {
+			options = append(append([]string(nil), need...), ipsecKernel...)
+		}
 		if family == "ovs" {
 			programs = ovsPrograms
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 
@@ -16,7 +17,9 @@ import (
 // namespace like an emulated host's, whose nic0 is the VM's own NIC (the
 // link with the given MAC, moved in and renamed), addressed on the
 // underlay and routed to the other hosts' endpoint subnets. Modes then
-// place endpoints on it exactly as on an emulated host.
+// place endpoints on it exactly as on an emulated host. The other hosts,
+// each the gateway of its endpoint subnets, become the topology's Peers,
+// so modes that span hosts (overlay, wireguard) know them.
 //
 // Equivalent to: ip netns add HOST; ip link set eth0 down; ip link set
 // eth0 name nic0 netns HOST; ip -n HOST addr add ADDR dev nic0; ip -n
@@ -67,6 +70,10 @@ func AdoptNIC(token netns.Token, opts Options, index int, mac net.HardwareAddr, 
 		if err := t.addRoute(h, dst, via); err != nil {
 			return nil, nil, err
 		}
+		if !slices.Contains(t.Peers, via) {
+			t.Peers = append(t.Peers, via)
+		}
 	}
+	slices.SortFunc(t.Peers, netip.Addr.Compare)
 	return t, h, nil
 }

@@ -22,27 +22,17 @@ import (
 //	ip -n hI route add SUBNET(J) via ROUTER(I)     (routed)
 //	ip -n rtr route add SUBNET(I) via NIC(I)
 func (t *Topology) RouteEndpoints(subnets func(host int) []netip.Prefix) error {
-	type machine struct {
-		index int
-		addr  netip.Addr
-	}
-	var machines []machine
-	for _, h := range append(append([]*Host(nil), t.Hosts...), t.Guests...) {
-		machines = append(machines, machine{h.Index, h.Addr})
-	}
-	for _, p := range t.Peers {
-		machines = append(machines, machine{peerIndex(p), p})
-	}
+	machines := t.Machines()
 	for _, h := range t.Hosts {
 		for _, m := range machines {
-			if m.index == h.Index {
+			if m.Index == h.Index {
 				continue
 			}
-			via := m.addr
+			via := m.Addr
 			if h.Router.IsValid() {
 				via = h.Router
 			}
-			for _, dst := range subnets(m.index) {
+			for _, dst := range subnets(m.Index) {
 				if err := t.addRoute(h, dst, via); err != nil {
 					return err
 				}
@@ -59,15 +49,43 @@ func (t *Topology) RouteEndpoints(subnets func(host int) []netip.Prefix) error {
 	return nil
 }
 
+// Machine is one host of a topology as the others reach it: its index
+// and its underlay address.
+type Machine struct {
+	Index int
+	Addr  netip.Addr
+}
+
+// Machines are every host of the topology: this machine's hosts, its
+// guests, and the hosts of other machines (Peers).
+func (t *Topology) Machines() []Machine {
+	var out []Machine
+	for _, h := range append(append([]*Host(nil), t.Hosts...), t.Guests...) {
+		out = append(out, Machine{h.Index, h.Addr})
+	}
+	for _, p := range t.Peers {
+		out = append(out, Machine{peerIndex(p), p})
+	}
+	return out
+}
+
+// Others are the topology's hosts other than h, as h reaches them.
+func (t *Topology) Others(h *Host) []Machine {
+	var out []Machine
+	for _, m := range t.Machines() {
+		if m.Index != h.Index {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // LastIndex is the highest host index of the topology, across this
 // machine's hosts, its guests and the hosts of other machines.
 func (t *Topology) LastIndex() int {
 	last := 0
-	for _, h := range append(append([]*Host(nil), t.Hosts...), t.Guests...) {
-		last = max(last, h.Index)
-	}
-	for _, p := range t.Peers {
-		last = max(last, peerIndex(p))
+	for _, m := range t.Machines() {
+		last = max(last, m.Index)
 	}
 	return last
 }

@@ -86,7 +86,8 @@ type Topology struct {
 	// RouterHost joins the segments in the routed topology; nil otherwise.
 	RouterHost *Host
 	// Peers are the underlay addresses of hosts on other machines, in a
-	// topology built on one machine of several (BuildOnParent).
+	// topology built on one machine of several (BuildOnParent), or of
+	// every other host, inside a VM guest (AdoptNIC).
 	Peers []netip.Addr
 	// Guests are the VM hosts of a VM topology (vm.go), beside Hosts.
 	Guests []*Host

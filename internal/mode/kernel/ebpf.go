@@ -51,7 +51,7 @@ type ebpfEndpoint struct {
 var _ mode.Mode = (*ebpfMode)(nil)
 
 func newEBPFMode(t *topo.Topology) mode.Mode {
-	return &ebpfMode{vethMode: vethMode{t: t, n: Counter{}}, hosts: map[int]*ebpfHost{}}
+	return &ebpfMode{vethMode: vethMode{t: t, n: Counter{}, mtu: t.MTU()}, hosts: map[int]*ebpfHost{}}
 }
 
 // Endpoint places a routed point-to-point endpoint, as veth does, and

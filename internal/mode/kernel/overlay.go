@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -37,6 +36,9 @@ type overlayMode struct {
 	t     *topo.Topology
 	n     Counter
 	built bool
+	// encrypt sends the VXLAN traffic between hosts through IPsec ESP
+	// (OverlayIPsec).
+	encrypt bool
 	// vteps are each host's VXLAN device, by host index.
 	vteps map[int]netlink.Link
 }
@@ -44,6 +46,10 @@ type overlayMode struct {
 var _ mode.Mode = (*overlayMode)(nil)
 
 func newOverlayMode(t *topo.Topology) mode.Mode { return &overlayMode{t: t, n: Counter{}} }
+
+func newIPsecOverlayMode(t *topo.Topology) mode.Mode {
+	return &overlayMode{t: t, n: Counter{}, encrypt: true}
+}
 
 func overlayAvailable() error {
 	return mode.Probe("link:vxlan", func(_ *netns.NS, h *netlink.Handle, parent netlink.Link) error {
@@ -56,10 +62,14 @@ func overlayAvailable() error {
 }
 
 func (m *overlayMode) mtu() int {
+	mtu := m.t.MTU() - vxlanOverhead
 	if m.t.Family().Has6() {
-		return m.t.MTU() - vxlanOverhead6
+		mtu = m.t.MTU() - vxlanOverhead6
 	}
-	return m.t.MTU() - vxlanOverhead
+	if m.encrypt {
+		mtu -= espOverhead
+	}
+	return mtu
 }
 
 // Endpoint places an endpoint on host h's overlay bridge, building every
@@ -69,6 +79,9 @@ func (m *overlayMode) mtu() int {
 // netns EP; ip -n HOST link set v-NAME master br0; ip -n EP addr add
 // 198.19.240+I.N/20 dev eth0
 func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
+	if m.encrypt && len(m.t.Others(h)) == 0 {
+		return nil, betweenHosts(OverlayIPsec)(m.t.Kind)
+	}
 	if !m.built {
 		// Every VTEP must know every other before the first frame.
 		for _, host := range m.t.Hosts {
@@ -180,17 +193,25 @@ func withoutIPv6(f topo.Family, ns *netns.NS) error {
 	return ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1")
 }
 
+// announced reports whether every host's endpoints are announced to
+// every VTEP (announce), which then answers ARP for them (proxy). Hosts
+// beyond this topology's reach (on other machines, in guests, or the
+// other hosts seen from a guest) announce nothing, so their endpoints'
+// ARP goes through the VTEPs and their MACs are learnt.
+func (m *overlayMode) announced() bool { return len(m.t.Peers) == 0 && len(m.t.Guests) == 0 }
+
 // underlay is a host address as the VTEPs reach it: over IPv6 where the
 // family has it.
 func (m *overlayMode) underlay(a netip.Addr) netip.Addr { return m.t.Family().Dial(a) }
 
 // buildHost makes host h's bridge and VTEP, and points the VTEP's flood
-// list at every other host.
+// list at every other host; for OverlayIPsec it encrypts the VXLAN
+// traffic to each of them first (secureVXLAN).
 //
 // Equivalent to:
 //
 //	ip link add br0 mtu M type bridge
-//	ip link add vx0 mtu M type vxlan id 4242 local HOST dev nic0 dstport 4789 proxy
+//	ip link add vx0 mtu M type vxlan id 4242 local HOST dev nic0 dstport 4789 [proxy: see announced]
 //	ip link set vx0 master br0; ip link set vx0 up; ip link set br0 up
 //	bridge fdb append 00:00:00:00:00:00 dev vx0 dst OTHER   (each other host)
 func (m *overlayMode) buildHost(h *topo.Host) error {
@@ -212,7 +233,7 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 		SrcAddr:      net.IP(m.underlay(h.Addr).AsSlice()),
 		Port:         vxlanPort,
 		Learning:     true,
-		Proxy:        true,
+		Proxy:        m.announced(),
 	}
 	if err := h.Handle.LinkAdd(vx); err != nil {
 		return fmt.Errorf("create vxlan %s in %q: %w", vxlanName, h.NS.Name, err)
@@ -226,10 +247,13 @@ func (m *overlayMode) buildHost(h *topo.Host) error {
 			return fmt.Errorf("set %s up in %q: %w", l.Attrs().Name, h.NS.Name, err)
 		}
 	}
-	vteps := slices.Clone(m.t.Peers)
-	for _, other := range m.t.Hosts {
-		if other != h {
-			vteps = append(vteps, m.underlay(other.Addr))
+	var vteps []netip.Addr
+	for _, other := range m.t.Others(h) {
+		vteps = append(vteps, m.underlay(other.Addr))
+	}
+	if m.encrypt {
+		if err := secureVXLAN(m.t, h, m.underlay(h.Addr), vteps); err != nil {
+			return err
 		}
 	}
 	for _, vtep := range vteps {

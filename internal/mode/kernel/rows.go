@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"slices"
+
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/topo"
@@ -12,6 +14,15 @@ var (
 	bridgeModules  = []string{"veth", "bridge"}
 	macvlanModules = []string{"macvlan"}
 	ipvlanModules  = []string{"ipvlan"}
+	overlayModules = []string{"veth", "bridge", "vxlan"}
+	// ESP with AES-GCM: the kernel instantiates rfc4106(gcm(aes)) from
+	// these templates, and a guest has no modprobe to load them on
+	// demand. aesni_intel and ghash_clmulni_intel are the CPU's
+	// instructions for them, as a host would use; a guest whose CPU
+	// lacks those skips them (package agent/guest).
+	ipsecModules = append(slices.Clone(overlayModules),
+		"esp4", "seqiv", "ctr", "gcm", "ghash_generic", "aesni_intel", "ghash_clmulni_intel")
+	wireguardModules = []string{"veth", "wireguard"}
 )
 
 // Rows are the kernel family's rows of the mode table.
@@ -46,9 +57,29 @@ var Rows = familyRows([]mode.Descriptor{
 		Uncounted: []string{"bridge"}, IPv6: true, Addresses: topo.SubnetAddresses, HostEndpoints: BridgePorts},
 	{Name: Overlay, Summary: "VXLAN between hosts: a bridge per host with a VTEP on its NIC, like Docker overlay and flannel",
 		Available: overlayAvailable, New: newOverlayMode,
-		Guests:    mode.Guests{Why: "the guest image carries no VXLAN module"},
+		Guests:    mode.Guests{Build: true, Modules: overlayModules},
 		Uncounted: []string{"bridge", "vxlan"}, IPv6: true, Addresses: topo.OverlayAddresses},
+	{Name: OverlayIPsec, Summary: "overlay whose VXLAN traffic between hosts IPsec ESP encrypts (AES-GCM, transport mode), like Docker Swarm's encrypted overlay",
+		Available: ipsecAvailable, Supports: betweenHosts(OverlayIPsec), New: newIPsecOverlayMode,
+		Guests:    mode.Guests{Build: true, Modules: ipsecModules},
+		Uncounted: []string{"bridge", "vxlan"}, Addresses: topo.OverlayAddresses},
+	{Name: WireGuard, Summary: "routed veth pairs whose traffic between hosts crosses a WireGuard tunnel, like Calico's and Cilium's WireGuard encryption",
+		Available: wireguardAvailable, Supports: betweenHosts(WireGuard), New: newWireGuardMode,
+		Guests:    mode.Guests{Build: true, Modules: wireguardModules},
+		Uncounted: []string{"wireguard"}, Addresses: topo.SubnetAddresses},
 })
+
+// betweenHosts rules out chc and cvc for a mode that encrypts only what
+// travels between hosts: both endpoints are on one host (or guest), so
+// nothing of theirs would be encrypted.
+func betweenHosts(name string) func(topology string) error {
+	return func(topology string) error {
+		if topo.SharesHost(topology) {
+			return mode.NotApplicable("%s encrypts traffic between hosts, and %s keeps both endpoints on one host", name, topology)
+		}
+		return nil
+	}
+}
 
 func macvlanRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{Name: name, Summary: summary,

@@ -19,11 +19,14 @@ const Veth = "veth"
 type vethMode struct {
 	t *topo.Topology
 	n Counter
+	// mtu is the endpoints' links' MTU: the topology's unless a tunnel
+	// between hosts takes some of it (WireGuard).
+	mtu int
 }
 
 var _ mode.Mode = (*vethMode)(nil)
 
-func newVethMode(t *topo.Topology) mode.Mode { return &vethMode{t: t, n: Counter{}} }
+func newVethMode(t *topo.Topology) mode.Mode { return &vethMode{t: t, n: Counter{}, mtu: t.MTU()} }
 
 // Endpoint places a routed point-to-point endpoint on host h.
 //
@@ -44,7 +47,7 @@ func (m *vethMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostSide, err := vethInto(h, ep, "v-"+name, m.t.MTU())
+	hostSide, err := vethInto(h, ep, "v-"+name, m.mtu)
 	if err != nil {
 		return nil, err
 	}
