@@ -15,13 +15,16 @@ var (
 	macvlanModules = []string{"macvlan"}
 	ipvlanModules  = []string{"ipvlan"}
 	overlayModules = []string{"veth", "bridge", "vxlan"}
-	// ESP with AES-GCM: the kernel instantiates rfc4106(gcm(aes)) from
-	// these templates, and a guest has no modprobe to load them on
-	// demand. aesni_intel and ghash_clmulni_intel are the CPU's
-	// instructions for them, as a host would use; a guest whose CPU
-	// lacks those skips them (package agent/guest).
+	// ESP with AES-GCM: the kernel instantiates seqiv(rfc4106(gcm(aes)))
+	// from these templates, seqiv seeds its IVs from the default RNG
+	// (drbg, whose first choice is HMAC-SHA512), and a guest has no
+	// modprobe to load any of them on demand: without one, adding the
+	// security association fails with ENOENT and nothing else.
+	// aesni_intel and ghash_clmulni_intel are the CPU's instructions for
+	// them, as a host would use; a guest whose CPU lacks those skips them
+	// (package agent/guest).
 	ipsecModules = append(slices.Clone(overlayModules),
-		"esp4", "seqiv", "ctr", "gcm", "ghash_generic", "aesni_intel", "ghash_clmulni_intel")
+		"esp4", "sha512_generic", "drbg", "seqiv", "ctr", "gcm", "ghash_generic", "aesni_intel", "ghash_clmulni_intel")
 	wireguardModules = []string{"veth", "wireguard"}
 )
 
