@@ -179,7 +179,7 @@ cost against the native host baseline.`,
 		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand(), newExplainCommand())
 	root.AddCommand(newGuestAgentCommand())
-	root.AddCommand(newAgentCommand())
+	root.AddCommand(newAgentCommand(), newImageCommand())
 	argsAreUsage(root)
 	return root
 }

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bytes"
+	"cnbench/internal/image"
 	"context"
 	"fmt"
 	"io"
@@ -41,7 +42,7 @@ func TestAgentInPrivilegedContainer(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	docker.EndpointImage = docker.ImageSpec{Binary: binary}
+	docker.EndpointImage = image.Spec{Binary: binary}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	image, err := d.EnsureImage(ctx)

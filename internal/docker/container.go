@@ -76,7 +76,7 @@ func (d *Daemon) Run(ctx context.Context, s ContainerSpec) (*Container, error) {
 	}
 	cfg := &container.Config{
 		Image:        img,
-		Cmd:          EndpointImage.command(),
+		Cmd:          EndpointImage.Command(),
 		Env:          EndpointImage.Env,
 		Hostname:     s.Name,
 		ExposedPorts: ports,

@@ -2,6 +2,7 @@ package swarm_test
 
 import (
 	"bytes"
+	"cnbench/internal/image"
 	"context"
 	"fmt"
 	"net/netip"
@@ -80,7 +81,7 @@ func TestSwarmOverlayAcrossTwoNodes(t *testing.T) {
 		}
 	})
 	saved := docker.EndpointImage
-	docker.EndpointImage = docker.ImageSpec{Binary: binary}
+	docker.EndpointImage = image.Spec{Binary: binary}
 	t.Cleanup(func() { docker.EndpointImage = saved })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
