@@ -3,6 +3,7 @@ package kernel
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -49,7 +50,7 @@ func ipsecAvailable() error {
 	return mode.Probe("xfrm:esp", func(_ *netns.NS, h *netlink.Handle, _ netlink.Link) error {
 		a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 		if err := h.XfrmStateAdd(espState(netns.Token("probe"), a, b)); err != nil {
-			if err == unix.ENOSYS {
+			if errors.Is(err, unix.ENOSYS) {
 				// The kernel has xfrm but not the algorithm.
 				return mode.Unsupported("the kernel cannot create ESP security associations with %s (%v)", espAEAD, err)
 			}
