@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -14,8 +16,12 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"cnbench/internal/docker"
+	"cnbench/internal/image"
 	"cnbench/internal/netns"
 	"cnbench/internal/testutil"
 	"cnbench/internal/version"
@@ -96,6 +102,42 @@ func TestImageLoadsAndRuns(t *testing.T) {
 	}
 	if !strings.Contains(string(listed), tag+"2") {
 		t.Errorf("containerd's k8s.io namespace lists %q, not %s2", listed, tag)
+	}
+}
+
+// TestImagePushes pushes the image to a registry on loopback (the
+// registry protocol as go-containerregistry serves it in memory) and
+// pulls its manifest back: the digest the command printed is the one the
+// registry holds, and the image's config names cnbench's version.
+func TestImagePushes(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/team/cnbench:pushtest"
+	code, out, errOut := runCLI(t, "image", "--push", ref)
+	if code != 0 {
+		t.Fatalf("cnbench image --push: exit %d: %s", code, errOut)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatalf("pull %s back: %v", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "pushed " + ref + " (" + digest.String() + ")"; !strings.Contains(out, want) {
+		t.Errorf("cnbench image said %q, want %q", out, want)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.Config.Labels[image.VersionLabel]; got != version.Version {
+		t.Errorf("the pushed image's %s is %q, want %q", image.VersionLabel, got, version.Version)
 	}
 }
 
