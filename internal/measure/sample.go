@@ -38,12 +38,14 @@ type reading struct {
 // read reads every site of a path: the sender's CPU time is the sum over
 // the clients, the receiver's over the servers. Endpoints of the host
 // mode share their host's namespace, whose counters count once; each
-// machine's softirq and steal time count once too.
+// machine's softirq and steal time count once too, this machine's and
+// those of the VM guests it runs beside one another.
 func read(p *site.Path) (reading, error) {
 	r := reading{at: time.Now(), local: true}
 	var errs []error
 	seen := map[string]bool{}
 	machines := map[string]cpu.Machine{}
+	guests := map[string]bool{}
 	here := false
 	add := func(sites []site.Site, traffic bool) cpu.Usage {
 		var total cpu.Usage
@@ -59,10 +61,12 @@ func read(p *site.Path) (reading, error) {
 				r.wire, r.udp = r.wire.Add(rd.Links), r.udp.Add(rd.UDP)
 			}
 			r.shared = r.shared || (!traffic && seen[rd.Namespace])
-			if rd.Machine == nil {
+			if rd.Machine == nil || rd.Guest {
 				here = true
-			} else {
+			}
+			if rd.Machine != nil {
 				machines[strings.ToLower(rd.Host)] = *rd.Machine
+				guests[strings.ToLower(rd.Host)] = rd.Guest
 			}
 		}
 		return total
@@ -73,9 +77,9 @@ func read(p *site.Path) (reading, error) {
 		r.machine, err = cpu.ReadMachine()
 		errs = append(errs, err)
 	}
-	for _, m := range machines {
+	for h, m := range machines {
 		r.machine = r.machine.Add(m)
-		r.remote = true
+		r.remote = r.remote || !guests[h]
 	}
 	return r, errors.Join(errs...)
 }

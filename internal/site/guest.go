@@ -40,12 +40,16 @@ func (s *Guest) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) 
 	return nil, fmt.Errorf("%w: %s inside a VM: guests carry only cnbench's own engine", ErrCannotRun, command[0])
 }
 
-// Read asks the guest for the endpoint's CPU time and link counters, in
-// one request.
+// Read asks the guest for the endpoint's CPU time, link counters and the
+// guest's softirq time (its own /proc/stat), in one request.
 func (s *Guest) Read(traffic bool) (Reading, error) {
 	r := Reading{Namespace: "guest " + s.g.Name + "/" + s.ep.Name}
 	u, err := s.g.Usage(s.ep.Name)
 	r.CPU = cpu.Usage{User: time.Duration(u.UserNS), System: time.Duration(u.SystemNS)}
+	// The guest's steal is left out: its vCPUs are this machine's
+	// threads, and this machine's steal is what slows them.
+	r.Machine = &cpu.Machine{Softirq: time.Duration(u.SoftirqNS)}
+	r.Host, r.Guest = "guest "+s.g.Name, true
 	if traffic {
 		r.Links = sumTraffic(u.Links)
 	}

@@ -75,6 +75,10 @@ type Reading struct {
 	// Host its name, where that machine is not this one; nil here.
 	Machine *cpu.Machine
 	Host    string
+	// Guest is set when that machine is a VM guest this machine runs:
+	// its time adds to this machine's, which still counts (the guest's
+	// host does the path's bridging, and its steal slows the guest).
+	Guest bool
 }
 
 // ErrCannotRun marks a case an engine cannot run where its endpoints

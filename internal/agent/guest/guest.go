@@ -310,8 +310,9 @@ func (a *agent) doEndpoint(modeName, name string) (vm.Reply, error) {
 	return vm.Reply{Endpoint: &protocol.EndpointResponse{Addr: ep.Addr.String(), NS: ep.NS.Name}}, nil
 }
 
-// usage reads an endpoint's CPU time and link counters, as an agent on
-// a machine answers the same request.
+// usage reads an endpoint's CPU time and link counters, and the guest's
+// softirq and steal time, as an agent on a machine answers the same
+// request.
 func (a *agent) usage(name string) (vm.Reply, error) {
 	e, err := a.endpoint(name)
 	if err != nil {
@@ -321,8 +322,13 @@ func (a *agent) usage(name string) (vm.Reply, error) {
 	if err != nil {
 		return vm.Reply{}, err
 	}
+	machine, err := cpu.ReadMachine()
+	if err != nil {
+		return vm.Reply{}, err
+	}
 	links, err := netstat.ReadLinks(e.ep.NS)
-	return vm.Reply{Usage: &protocol.UsageResponse{UserNS: int64(u.User), SystemNS: int64(u.System), Links: links}}, err
+	return vm.Reply{Usage: &protocol.UsageResponse{UserNS: int64(u.User), SystemNS: int64(u.System),
+		SoftirqNS: int64(machine.Softirq), StealNS: int64(machine.Steal), Links: links}}, err
 }
 
 func (a *agent) endpoint(name string) (*endpoint, error) {
