@@ -79,8 +79,10 @@ func (m *overlayMode) mtu() int {
 // netns EP; ip -n HOST link set v-NAME master br0; ip -n EP addr add
 // 198.19.240+I.N/20 dev eth0
 func (m *overlayMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
-	if m.encrypt && len(m.t.Others(h)) == 0 {
-		return nil, betweenHosts(OverlayIPsec)(m.t.Kind)
+	if m.encrypt {
+		if err := alone(OverlayIPsec, m.t, h); err != nil {
+			return nil, err
+		}
 	}
 	if !m.built {
 		// Every VTEP must know every other before the first frame.

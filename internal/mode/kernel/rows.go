@@ -84,6 +84,16 @@ func betweenHosts(name string) func(topology string) error {
 	}
 }
 
+// alone is why a mode that encrypts between hosts places no endpoint on
+// host h of t: t has no other host, whatever its kind (betweenHosts
+// rules out by kind only the topologies that never have one).
+func alone(name string, t *topo.Topology, h *topo.Host) error {
+	if len(t.Others(h)) > 0 {
+		return nil
+	}
+	return mode.NotApplicable("%s encrypts traffic between hosts, and %s has no host but %s", name, t.Kind, h.Name)
+}
+
 func macvlanRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{Name: name, Summary: summary,
 		Available: func() error { return LinkAvailable(name) }, Supports: macvlanSupports(name), New: newMacvlanMode(name),

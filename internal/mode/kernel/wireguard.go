@@ -55,8 +55,8 @@ func wireguardAvailable() error {
 // Endpoint places a routed endpoint on host h, building every host's
 // tunnel first.
 func (m *wireguardMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, error) {
-	if len(m.t.Others(h)) == 0 {
-		return nil, betweenHosts(WireGuard)(m.t.Kind)
+	if err := alone(WireGuard, m.t, h); err != nil {
+		return nil, err
 	}
 	if !m.built {
 		// Every host must know every other before the first packet.
@@ -82,7 +82,7 @@ func (m *wireguardMode) Endpoint(h *topo.Host, name string) (*topo.Endpoint, err
 //	ip link set wg0 up
 //	ip route replace SUBNET(P) dev wg0                                (each subnet of each P)
 func (m *wireguardMode) buildHost(h *topo.Host) error {
-	wg := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: wgName, MTU: m.t.MTU() - wgOverhead}}
+	wg := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: wgName, MTU: m.mtu}}
 	if err := h.Handle.LinkAdd(wg); err != nil {
 		return fmt.Errorf("create %s in %q: %w", wgName, h.NS.Name, err)
 	}
