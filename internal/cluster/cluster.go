@@ -12,6 +12,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -23,7 +24,45 @@ import (
 // Config says where the clusters of a run are: one field per kind of
 // cluster, nil where the run names none of that kind.
 type Config struct {
-	Swarm *Swarm
+	Swarm      *Swarm
+	Kubernetes *Kubernetes
+}
+
+// Kubernetes is where the Kubernetes cluster is and where on it to place
+// pods. Every object cnbench creates there lives in one namespace and
+// carries the run's token as a label.
+type Kubernetes struct {
+	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG or
+	// ~/.kube/config, as kubectl reads them. Context picks one of its
+	// contexts; empty means its current one.
+	Kubeconfig, Context string
+	// Namespace is an existing namespace to work in; empty means one
+	// cnbench creates for the run and deletes after it.
+	Namespace string
+	// Image is cnbench's image as the nodes pull it (`cnbench image`
+	// writes one); empty means the tag `cnbench image` gives it.
+	Image string
+	// Nodes are node names: servers go on the first, clients on the
+	// second (or the first, in chc). Empty means chosen: the first two
+	// ready nodes, by name, that take pods and match NodeSelector.
+	Nodes []string
+	// NodeSelector are labels (key=value) a chosen node must carry.
+	NodeSelector map[string]string
+	// Tolerations let pods onto tainted nodes.
+	Tolerations []Toleration
+	// ControlPort is the first of the ports the endpoints' agents listen
+	// on, one per endpoint; 0 means the driver's default.
+	ControlPort int
+	// Dial, when set, opens connections to the API server in place of
+	// the network's own dialer: a caller whose cluster answers in
+	// another network namespace passes one.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Toleration lets pods onto nodes with a matching taint, as a pod
+// spec's toleration does.
+type Toleration struct {
+	Key, Operator, Value, Effect string
 }
 
 // Swarm is where the swarm is and which nodes to use.
@@ -54,6 +93,19 @@ type Endpoint struct {
 	ServerName string
 	// Addr is its address on the case's network, which its engine uses.
 	Addr netip.Addr
+	// Netns names the network namespace the endpoint shares with others
+	// of the deployment (hostNetwork pods on one node, two containers of
+	// one pod), whose counters count once; empty for one of its own.
+	Netns string
+}
+
+// Exposer is a deployment that puts a server's port behind something of
+// the cluster's own (a Service) that clients dial instead of the
+// server's address.
+type Exposer interface {
+	// Expose returns what clients dial to reach port of the endpoint of
+	// role, once they can.
+	Expose(ctx context.Context, role string, port int) (netip.AddrPort, error)
 }
 
 // Deployment is one case's endpoints on a cluster.
@@ -71,6 +123,8 @@ type Cluster interface {
 	// mode's prefix, such as "overlay"), all on one node if sameNode, or
 	// else each on a node of its own. A cluster that cannot is a skip:
 	// the error wraps mode.ErrUnsupported.
+	// Deployments may live side by side: the runner pairs modes by
+	// keeping one case's endpoints while another's take their turn.
 	Deploy(ctx context.Context, tok netns.Token, network string, roles []string, sameNode bool) (Deployment, error)
 	Close() error
 }
@@ -111,3 +165,14 @@ func For(modeName string) (string, Opener, bool) {
 	}
 	return "", nil, false
 }
+
+// DeployedAt is the port the agent of the i-th endpoint of the
+// deployed-th deployment listens on, from first: deployments that live
+// side by side on one node's network take ports of their own, within
+// SideBySide of them.
+func DeployedAt(first, deployed, roles, i int) int {
+	return first + roles*((deployed-1)%SideBySide) + i
+}
+
+// SideBySide is how many deployments of one cluster may live at once.
+const SideBySide = 8

@@ -21,9 +21,9 @@ import (
 // drifts during a run (other load, the clock of the CPUs, where the
 // scheduler put the threads) then falls on every engine alike, and a
 // comparison between engines is one of the same veths, bridges and
-// addresses, sample by sample. Agents and clusters build a path for one
-// case (their Placer is not Shared), so their cases run one after the
-// other.
+// addresses, sample by sample. Agents build a path for one case at a
+// time (their Placer is not Shared), so their cases run one after the
+// other; clusters deploy each path's pods or services side by side.
 
 // pathKey is what identifies the path a case measures: everything but
 // its engine.

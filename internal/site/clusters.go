@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -34,8 +35,10 @@ func NewClusters(cfg cluster.Config, token netns.Token) *Clusters {
 	return &Clusters{cfg: cfg, token: token, open: map[string]cluster.Cluster{}, errs: map[string]error{}}
 }
 
-// Shared is false: a cluster deploys each case's endpoints for that case.
-func (cs *Clusters) Shared() bool { return false }
+// Shared is true: a cluster deploys each case's endpoints for that case,
+// and several cases' at once, so that modes take their samples in turns
+// there too.
+func (cs *Clusters) Shared() bool { return true }
 
 func (cs *Clusters) get(ctx context.Context, prefix string, open cluster.Opener) (cluster.Cluster, error) {
 	cs.mu.Lock()
@@ -113,9 +116,16 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int
 		if err != nil {
 			return nil, err
 		}
+		r.node = ep.Node
+		if ep.Netns != "" {
+			r.netns = "cluster/" + ep.Netns
+		}
 		sites = append(sites, r)
 	}
 	pa = remotePath(ctx, sites[0], sites[1], closeAll)
+	if ex, ok := dep.(cluster.Exposer); ok {
+		pa.expose = func(_ Site, port int) (netip.AddrPort, error) { return ex.Expose(ctx, eps[0].Role, port) }
+	}
 	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[1].Node
 	return pa, nil
 }

@@ -20,6 +20,13 @@ type Remote struct {
 	ep   *topo.Endpoint
 	sess *agent.Session
 	cpus []int
+	// netns names the network namespace the endpoint shares with another
+	// of its path, whose counters count once; empty for its own.
+	netns string
+	// node names the machine where that is not the agent's host name (a
+	// container's is its own), so that two endpoints on one node read
+	// its CPU time once.
+	node string
 }
 
 var _ Site = (*Remote)(nil)
@@ -44,7 +51,12 @@ func (s *Remote) CPUs() []int              { return s.cpus }
 func (s *Remote) Close() error             { return nil }
 
 // Host is the name of the machine the endpoint runs on.
-func (s *Remote) Host() string { return s.sess.Info.Hostname }
+func (s *Remote) Host() string {
+	if s.node != "" {
+		return s.node
+	}
+	return s.sess.Info.Hostname
+}
 
 // Refuses all but the workloads whose results an agent's engine reports
 // in full.
@@ -86,11 +98,15 @@ func (s *Remote) Read(bool) (Reading, error) {
 	if err != nil {
 		return Reading{}, err
 	}
+	ns := s.netns
+	if ns == "" {
+		ns = s.sess.Info.Session + "/" + s.ep.Name
+	}
 	return Reading{
 		CPU:       cpu.Usage{User: time.Duration(u.UserNS), System: time.Duration(u.SystemNS)},
 		Links:     sumTraffic(u.Links),
-		Namespace: s.sess.Info.Session + "/" + s.ep.Name,
+		Namespace: ns,
 		Machine:   &cpu.Machine{Softirq: time.Duration(u.SoftirqNS), Steal: time.Duration(u.StealNS)},
-		Host:      s.sess.Info.Hostname,
+		Host:      s.Host(),
 	}, nil
 }

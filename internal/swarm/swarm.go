@@ -222,7 +222,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, ro
 	}
 	for i, role := range roles {
 		node := c.Nodes[nodes[i]]
-		port := c.cfg.ControlPort + i
+		port := cluster.DeployedAt(c.cfg.ControlPort, c.deployed, len(roles), i)
 		id, err := c.createService(ctx, tok, role+"-"+seq, node, port, netTarget, driver, refs, labels)
 		if err != nil {
 			return nil, err
