@@ -176,7 +176,7 @@ cost against the native host baseline.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlagValues(cmd) }
 	root.AddCommand(newRunCommand(), newReportCommand(), newDoctorCommand(), newCleanupCommand(),
-		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newSuitesCommand(), newValidateCommand())
+		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newReachCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand(), newExplainCommand())
 	root.AddCommand(newGuestAgentCommand())
 	root.AddCommand(newAgentCommand(), newImageCommand())

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 
+	"cnbench/internal/inputfile"
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/modes"
@@ -52,6 +54,7 @@ type runFlags struct {
 	resume           int64
 	quick            bool
 	allowFailures    bool
+	kubeconfig       string
 }
 
 func newRunCommand() *cobra.Command {
@@ -112,6 +115,7 @@ stopped the run (stored as interrupted; --resume goes on).`,
 		"keep sampling each case until its 95% confidence interval is within PCT % of the mean",
 		"most samples per case with --target-ci")
 	fl.Int64Var(&f.resume, "resume", 0, "continue run `RUN` (interrupted or killed) from its first missing sample")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run the k8s:* modes on the Kubernetes cluster this kubeconfig names (its current context; the scenario's kubernetes section says more)")
 	fl.BoolVar(&f.allowFailures, "allow-failures", false, "exit 0 even when cases failed (they still show as failed in the results)")
 	fl.BoolVar(&f.explain, "explain", false, "record every CPU's call stacks during each sample (perf) and attribute them to the path's stages; see `cnbench explain RUN` (overrides the scenario's explain key)")
 	fl.BoolVar(&f.quick, "quick", false, "run the scenario's quick form: 300ms samples, 2 per case, each sweep cut to its first, middle and last point; the run's scenario is named NAME-quick (--duration, --warmup, --samples still win)")
@@ -161,6 +165,9 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 	if err := spec.Apply(o); err != nil {
 		return nil, err
 	}
+	if err := f.useKubeconfig(spec); err != nil {
+		return nil, err
+	}
 	if _, err := report.ParseFormat(f.format); err != nil {
 		return nil, usageError(err)
 	}
@@ -174,6 +181,26 @@ func (f *runFlags) scenario(cmd *cobra.Command, args []string) (*scenario.Spec, 
 		return nil, err
 	}
 	return spec, nil
+}
+
+// useKubeconfig points the scenario's kubernetes section, or a new one,
+// at --kubeconfig's file, which must be readable.
+func (f *runFlags) useKubeconfig(spec *scenario.Spec) error {
+	if f.kubeconfig == "" {
+		return nil
+	}
+	data, err := inputfile.Read(f.kubeconfig, 16<<20)
+	if err == nil {
+		_, err = clientcmd.Load(data)
+	}
+	if err != nil {
+		return usageError(fmt.Errorf("--kubeconfig: %w", err))
+	}
+	if spec.Kubernetes == nil {
+		spec.Kubernetes = &scenario.Kubernetes{}
+	}
+	spec.Kubernetes.Kubeconfig = f.kubeconfig
+	return nil
 }
 
 // checkModeInputs reads the files modes name (a cni: mode's

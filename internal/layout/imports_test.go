@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"mode"},
 	{"mode/kernel", "mode/docker", "mode/cni", "mode/cluster", "mode/modetest"},
 	{"modes"},
-	{"agent", "agent/guest", "swarm"},
+	{"agent", "agent/guest", "swarm", "kube"},
 	{"site"},
 	{"measure", "driver"},
 	{"runner"},

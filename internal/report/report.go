@@ -24,11 +24,14 @@ import (
 const baselineMode = "host"
 
 // baselineOf is the mode a case of mode m is compared against: host, and
-// within a swarm, whose endpoints are the swarm's containers, the nodes'
-// own network.
+// within a cluster, whose endpoints are its containers or pods, the
+// nodes' own network.
 func baselineOf(m string) string {
-	if strings.HasPrefix(m, "swarm:") {
+	switch {
+	case strings.HasPrefix(m, "swarm:"):
 		return "swarm:host"
+	case strings.HasPrefix(m, "k8s:"):
+		return "k8s:hostnetwork"
 	}
 	return baselineMode
 }

@@ -342,7 +342,7 @@ func (r *Runner) useSpec(spec *scenario.Spec) {
 		hosts = append(hosts, site.AgentHost{Name: h.Name, Addr: h.Agent, Credentials: agent.Credentials{CA: h.CA, Cert: h.Cert, Key: h.Key}})
 	}
 	r.agents = site.NewAgents(hosts)
-	r.clusters = site.NewClusters(cluster.Config{Swarm: spec.Swarm}, r.token)
+	r.clusters = site.NewClusters(cluster.Config{Swarm: spec.Swarm, Kubernetes: spec.Kubernetes}, r.token)
 }
 
 // placerFor is where a case's path is built: on the cluster its mode

@@ -97,7 +97,7 @@ func yamlError(file string, err error) *Error {
 }
 
 var (
-	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts", "swarm", "explain"}
+	topLevelKeys = []string{"name", "description", "duration", "warmup", "samples", "modes", "topologies", "workloads", "engines", "placement", "hosts", "swarm", "kubernetes", "explain"}
 	topologyKeys = []string{"name", "nic_rate", "mtu", "family", "gro", "gso", "tso", "tx_checksum"}
 )
 
@@ -211,6 +211,9 @@ func (p *parser) spec(doc *yaml.Node) *Spec {
 	}
 	if fd, ok := f["swarm"]; ok && !isNull(fd.value) {
 		s.Swarm = p.swarm(fd)
+	}
+	if fd, ok := f["kubernetes"]; ok && !isNull(fd.value) {
+		s.Kubernetes = p.kubernetes(fd)
 	}
 	if fd, ok := f["explain"]; ok && !isNull(fd.value) {
 		on, _ := p.toggle(fd)

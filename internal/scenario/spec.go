@@ -36,6 +36,8 @@ type Spec struct {
 	Hosts []Host
 	// Swarm is where the swarm:* modes deploy; nil without one.
 	Swarm *Swarm
+	// Kubernetes is where the k8s:* modes deploy; nil without one.
+	Kubernetes *Kubernetes
 	// Explain profiles every sample by path stage (package explain).
 	Explain bool
 

@@ -72,12 +72,7 @@ func (s *Spec) YAML() ([]byte, error) {
 	if pl := s.placements(); len(pl) != 1 || pl[0] != defaultPlacement {
 		put(doc, "placement", listNode(pl, scalarNode))
 	}
-	if len(s.Hosts) > 0 {
-		put(doc, "hosts", hostsNode(s.Hosts))
-	}
-	if s.Swarm != nil {
-		put(doc, "swarm", swarmNode(s.Swarm))
-	}
+	s.putWhere(func(key string, value *yaml.Node) { put(doc, key, value) })
 
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -116,4 +111,18 @@ func listNode[T any](values []T, node func(T) *yaml.Node) *yaml.Node {
 		l.Content = append(l.Content, node(v))
 	}
 	return l
+}
+
+// putWhere puts the sections that say where endpoints go: the hosts and
+// the clusters.
+func (s *Spec) putWhere(put func(key string, value *yaml.Node)) {
+	if len(s.Hosts) > 0 {
+		put("hosts", hostsNode(s.Hosts))
+	}
+	if s.Swarm != nil {
+		put("swarm", swarmNode(s.Swarm))
+	}
+	if s.Kubernetes != nil {
+		put("kubernetes", kubernetesNode(s.Kubernetes))
+	}
 }

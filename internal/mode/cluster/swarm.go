@@ -1,5 +1,5 @@
 // Package cluster is the family of modes whose endpoints are containers
-// on an existing cluster's nodes (swarm:*). The runner deploys them
+// on an existing cluster's nodes (swarm:*, k8s:*). The runner deploys them
 // through the cluster's driver (package internal/cluster, and
 // internal/swarm for Docker Swarm), so these rows build nothing on
 // emulated hosts themselves.
@@ -24,10 +24,10 @@ const (
 const SwarmPrefix = "swarm:"
 
 // Rows are the cluster family's rows of the mode table.
-var Rows = []mode.Descriptor{
+var Rows = append([]mode.Descriptor{
 	swarmRow(SwarmOverlay, "engines as services on Docker Swarm nodes, over a swarm overlay network (VXLAN)"),
 	swarmRow(SwarmHost, "engines as services on Docker Swarm nodes, on the nodes' host network: the swarm baseline"),
-}
+}, kubeRows...)
 
 func swarmRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{
