@@ -36,8 +36,8 @@ kubernetes:
 	want := &Kubernetes{Kubeconfig: filepath.Join(dir, "kube", "admin.conf"), Context: "lab", Namespace: "perf",
 		Image: "registry.example/cnbench:1", Nodes: []string{"n1", "n2"},
 		NodeSelector: map[string]string{"kubernetes.io/os": "linux", "pool": "perf"},
-		Tolerations: []cluster.Toleration{{Key: "dedicated", Operator: "Equal", Value: "perf", Effect: "NoSchedule"}, {Operator: "Exists"}},
-		ControlPort: 9100}
+		Tolerations:  []cluster.Toleration{{Key: "dedicated", Operator: "Equal", Value: "perf", Effect: "NoSchedule"}, {Operator: "Exists"}},
+		ControlPort:  9100}
 	if !reflect.DeepEqual(s.Kubernetes, want) {
 		t.Errorf("kubernetes: got %+v, want %+v", s.Kubernetes, want)
 	}
