@@ -379,7 +379,8 @@ func (s *session) usage(req protocol.UsageRequest) (protocol.UsageResponse, erro
 	if err != nil {
 		return protocol.UsageResponse{}, err
 	}
-	resp := protocol.UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds(), Links: links}
+	resp := protocol.UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds(),
+		BusyNS: machine.Busy.Nanoseconds(), Links: links}
 	return resp, nil
 }
 

@@ -28,6 +28,10 @@ type reading struct {
 	// local is set when every site is a namespace on this machine, whose
 	// processes this machine's /proc/stat counts.
 	local bool
+	// whole is set when machine holds the whole CPU time of every
+	// machine the sites run on: this one's when all are local, or the
+	// agents' machines' (a cluster's nodes) when none is.
+	whole bool
 	wire  netstat.Counters
 	udp   netstat.UDP
 	// shared is set when a client runs in a server's namespace, whose
@@ -41,7 +45,7 @@ type reading struct {
 // machine's softirq and steal time count once too, this machine's and
 // those of the VM guests it runs beside one another.
 func read(p *site.Path) (reading, error) {
-	r := reading{at: time.Now(), local: true}
+	r := reading{at: time.Now(), local: true, whole: true}
 	var errs []error
 	seen := map[string]bool{}
 	machines := map[string]cpu.Machine{}
@@ -64,6 +68,9 @@ func read(p *site.Path) (reading, error) {
 			if rd.Machine == nil || rd.Guest {
 				here = true
 			}
+			if rd.Machine != nil && (rd.Guest || rd.Machine.Busy == 0) {
+				r.whole = false
+			}
 			if rd.Machine != nil {
 				machines[strings.ToLower(rd.Host)] = *rd.Machine
 				guests[strings.ToLower(rd.Host)] = rd.Guest
@@ -81,6 +88,7 @@ func read(p *site.Path) (reading, error) {
 		r.machine = r.machine.Add(m)
 		r.remote = r.remote || !guests[h]
 	}
+	r.whole = r.whole && !(here && r.remote)
 	return r, errors.Join(errs...)
 }
 
@@ -157,8 +165,13 @@ func sampleFrom(c model.Case, before, after reading, x Exchange, marks []stealMa
 	}
 	machine := after.machine.Sub(before.machine)
 	v[model.CPUSoftirqPct] = 100 * machine.Softirq.Seconds() / busy
-	if before.local && after.local {
+	switch {
+	case before.local && after.local:
 		machineValues(v, machine, clientCPU+serverCPU, busy)
+	case before.whole && after.whole:
+		// Other machines' softirq apart from the endpoints depends on
+		// their kernels' accounting, which is not known here.
+		v[model.CPUMachinePct] = 100 * machine.Busy.Seconds() / busy
 	}
 	// Steal is the hypervisor's, not the engine's doing: a rate over the
 	// time traffic flowed, where marks tell when that began (stealWatch).

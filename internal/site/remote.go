@@ -106,7 +106,7 @@ func (s *Remote) Read(bool) (Reading, error) {
 		CPU:       cpu.Usage{User: time.Duration(u.UserNS), System: time.Duration(u.SystemNS)},
 		Links:     sumTraffic(u.Links),
 		Namespace: ns,
-		Machine:   &cpu.Machine{Softirq: time.Duration(u.SoftirqNS), Steal: time.Duration(u.StealNS)},
+		Machine:   &cpu.Machine{Busy: time.Duration(u.BusyNS), Softirq: time.Duration(u.SoftirqNS), Steal: time.Duration(u.StealNS)},
 		Host:      s.Host(),
 	}, nil
 }

@@ -149,8 +149,11 @@ type UsageResponse struct {
 	SoftirqNS int64 `json:"softirq_ns"`
 	// StealNS is the time the machine's hypervisor ran someone else on
 	// its CPUs.
-	StealNS int64          `json:"steal_ns"`
-	Links   []netstat.Link `json:"links"`
+	StealNS int64 `json:"steal_ns"`
+	// BusyNS is the machine's CPU time in anything but idle, iowait and
+	// steal (cpu.Machine's Busy): a node's whole CPU, whatever ran it.
+	BusyNS int64          `json:"busy_ns"`
+	Links  []netstat.Link `json:"links"`
 }
 
 // CloseRequest ends a session and removes everything it made.
