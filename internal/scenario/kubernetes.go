@@ -2,12 +2,16 @@ package scenario
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"cnbench/internal/cluster"
+	"cnbench/internal/inputfile"
 )
 
 // Kubernetes says where the cluster of the k8s:* modes is and where on
@@ -28,7 +32,10 @@ func (p *parser) kubernetes(fd field) *Kubernetes {
 	k := &Kubernetes{}
 	text := func(key string) string { return p.text(f, key) }
 	if k.Kubeconfig = text("kubeconfig"); k.Kubeconfig != "" {
-		k.Kubeconfig = p.credentialPath(k.Kubeconfig)
+		k.Kubeconfig = p.credentialPath(homePath(k.Kubeconfig))
+		if _, err := inputfile.Read(k.Kubeconfig, maxKubeconfig); err != nil {
+			p.report(f["kubeconfig"].value, f["kubeconfig"].path, err.Error())
+		}
 	}
 	k.Context, k.Namespace, k.Image = text("context"), text("namespace"), text("image")
 	if port := text("control_port"); port != "" {
@@ -59,6 +66,24 @@ func (p *parser) kubernetes(fd field) *Kubernetes {
 		}
 	}
 	return k
+}
+
+// maxKubeconfig bounds a kubeconfig file: one with a few hundred
+// clusters' certificates is a few MiB.
+const maxKubeconfig = 16 << 20
+
+// homePath expands a leading ~/ to the home directory, as kubectl's
+// users write their kubeconfig paths.
+func homePath(path string) string {
+	rest, ok := strings.CutPrefix(path, "~/")
+	if !ok {
+		return path
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return path
+	}
+	return filepath.Join(home, rest)
 }
 
 // text is a key's scalar text, "" where absent.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,6 +15,8 @@ import (
 // so that a stored run's document names the same cluster.
 func TestKubernetesSection(t *testing.T) {
 	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "kube"), 0o755)
+	os.WriteFile(filepath.Join(dir, "kube", "admin.conf"), []byte("apiVersion: v1\nkind: Config\n"), 0o600)
 	doc := `modes: host
 topologies: chhc
 workloads: tcp_stream
@@ -46,6 +49,7 @@ kubernetes:
 		t.Fatal(err)
 	}
 	again, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), out, testVocab)
+	// The stored document names the file by its absolute path.
 	if err != nil {
 		t.Fatalf("the stored document does not parse: %v\n%s", err, out)
 	}
@@ -59,6 +63,8 @@ func TestKubernetesSectionRefused(t *testing.T) {
 	for _, c := range []struct{ doc, path, msg string }{
 		{"kubernetes: [a]", "kubernetes", "expected a mapping"},
 		{"kubernetes: {kubeconfg: x}", "kubernetes.kubeconfg", "unknown key"},
+		{"kubernetes: {kubeconfig: /nonexistent/admin.conf}", "kubernetes.kubeconfig", "no such file"},
+		{"kubernetes: {kubeconfig: /dev/zero}", "kubernetes.kubeconfig", "not a regular file"},
 		{"kubernetes: {nodes: [a, b, c]}", "kubernetes.nodes", "one or two"},
 		{"kubernetes: {control_port: 70000}", "kubernetes.control_port", "out of range"},
 		{"kubernetes: {node_selector: [a]}", "kubernetes.node_selector", "mapping of label keys"},
