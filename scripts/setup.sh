@@ -8,6 +8,9 @@ packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium
 # VM hosts: the emulator, the guest kernel and the guest's shell.
 packages+=(qemu-system-x86 linux-image-cloud-amd64 busybox-static)
 
+# The local Kubernetes lab cluster (internal/kubelab) runs its own etcd.
+packages+=(etcd-server)
+
 # netperf, the studies' classic engine, is in Debian's non-free component.
 packages+=(netperf)
 nonfree=/etc/apt/sources.list.d/cnbench-netperf-non-free.sources
@@ -37,6 +40,11 @@ if ((${#missing[@]})); then
 	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# etcd-server enables its service as it installs; the lab cluster runs an
+# etcd of its own, so a service this run installed stays off.
+if [[ " ${missing[*]:-} " == *" etcd-server "* ]] && command -v systemctl >/dev/null; then
+	systemctl disable etcd >/dev/null 2>&1 || true
+fi
 
 if ! command -v go >/dev/null; then
 	echo "setup: Go is not installed; cnbench needs Go $(sed -n 's/^go //p' "$(dirname "$0")/../go.mod") or newer" >&2
@@ -44,3 +52,5 @@ if ! command -v go >/dev/null; then
 fi
 cd "$(dirname "$0")/.."
 go mod download
+# The Kubernetes binaries of the lab cluster, built once into a cache.
+bash scripts/build-kubernetes.sh

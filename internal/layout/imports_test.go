@@ -15,7 +15,7 @@ import (
 var layers = [][]string{
 	{"model", "cpu", "pinning", "netns", "stats", "version", "units", "inputfile", "tools", "testutil", "layout", "configs", "suites"},
 	{"workload", "netstat", "store", "export", "sysinfo", "awake", "cleanup", "cluster", "cni", "explain", "image", "testutil/nstest"},
-	{"agent/protocol", "engine", "scenario", "daemon", "docker", "progress", "report", "validate"},
+	{"agent/protocol", "engine", "scenario", "daemon", "docker", "kubelab", "progress", "report", "validate"},
 	{"vm"},
 	{"topo"},
 	{"mode"},

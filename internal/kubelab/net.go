@@ -1,0 +1,168 @@
+package kubelab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"github.com/vishvananda/netlink"
+
+	"cnbench/internal/netns"
+)
+
+// The lab numbers its networks from the upper half of 198.18.0.0/16, which
+// cnbench's own topologies leave alone (package topo uses 198.18.0.0/17
+// for its underlay and 198.19.0.0/16 behind its hosts), so a cnbench run
+// inside a pod never meets the lab's addresses on its own paths:
+//
+//	198.18.224.0/24  the nodes' network: the control plane's bridge is .1
+//	                 (the API server), node i is .(10+i)
+//	198.18.160.0/19  the pods: node i numbers its pods in 198.18.(160+i).0/24
+//	198.18.232.0/24  the Services' ClusterIPs; .1 is the API server's
+var (
+	NodeNetwork = netip.MustParsePrefix("198.18.224.0/24")
+	ClusterCIDR = netip.MustParsePrefix("198.18.160.0/19")
+	ServiceCIDR = netip.MustParsePrefix("198.18.232.0/24")
+	// ControlPlaneAddr is the bridge's, and the API server's, address.
+	ControlPlaneAddr = netip.MustParseAddr("198.18.224.1")
+)
+
+// APIPort is the API server's port.
+const APIPort = 6443
+
+// NodeAddr is node i's address (i from 1).
+func NodeAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 224, byte(10 + i)}) }
+
+// PodCIDR is where node i numbers its pods.
+func PodCIDR(i int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(160 + i), 0}), 24)
+}
+
+// KubernetesServiceIP is the ClusterIP of the API server's own Service,
+// the first of ServiceCIDR.
+func KubernetesServiceIP() netip.Addr { return ServiceCIDR.Addr().Next() }
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// buildNetwork makes the control plane's namespace with its bridge and
+// each node's namespace, wired to the bridge by a veth, with routes to
+// every other node's pods.
+//
+// Equivalent to, in the control plane CP and for each node N, i:
+//
+//	ip netns add CP; ip -n CP link add cnb-T-kbr type bridge
+//	ip -n CP addr add 198.18.224.1/24 dev cnb-T-kbr; ip -n CP link set cnb-T-kbr up
+//	ip netns add N; ip -n CP link add cnb-T-kvI master cnb-T-kbr type veth peer cnb-T-knI netns N
+//	ip -n N addr add 198.18.224.(10+i)/24 dev cnb-T-knI; ip -n N route add default via 198.18.224.1
+//	ip -n N route add PODCIDR(j) via NODE(j)   (every other node j)
+//	ip -n CP route add PODCIDR(i) via NODE(i)
+func (c *Cluster) buildNetwork() error {
+	cp, err := netns.Create(c.Token.Name("k8scp"))
+	if err != nil {
+		return err
+	}
+	c.cp, c.ControlPlane = cp, cp.Path()
+	h, err := netlink.NewHandleAt(cp.Handle())
+	if err != nil {
+		return fmt.Errorf("netlink in %q: %w", cp.Name, err)
+	}
+	defer h.Close()
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: c.Token.Name("kbr")}}
+	if err := h.LinkAdd(br); err != nil {
+		return fmt.Errorf("create bridge %s in %q: %w", br.Name, cp.Name, err)
+	}
+	if err := upWithAddr(h, br, netip.PrefixFrom(ControlPlaneAddr, NodeNetwork.Bits())); err != nil {
+		return err
+	}
+	for i := range c.Nodes {
+		if err := c.wireNode(h, br, i); err != nil {
+			return err
+		}
+		n := &c.Nodes[i]
+		if err := h.RouteAdd(&netlink.Route{Dst: ipNet(n.PodCIDR), Gw: n.Addr.AsSlice()}); err != nil {
+			return fmt.Errorf("route to %s in %q: %w", n.PodCIDR, cp.Name, err)
+		}
+	}
+	return nil
+}
+
+// wireNode makes node i's namespace and its link to the bridge.
+func (c *Cluster) wireNode(cph *netlink.Handle, br *netlink.Bridge, i int) error {
+	n := &c.Nodes[i]
+	ns, err := netns.Create(n.Name)
+	if err != nil {
+		return err
+	}
+	n.ns = ns
+	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
+		return err
+	}
+	nic := c.Token.Name("kn" + strconv.Itoa(i+1))
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: c.Token.Name("kv" + strconv.Itoa(i+1)), MasterIndex: br.Attrs().Index},
+		PeerName:      nic,
+		PeerNamespace: netlink.NsFd(int(ns.Handle())),
+	}
+	if err := cph.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create veth %s to %q: %w", veth.Name, ns.Name, err)
+	}
+	if err := cph.LinkSetUp(veth); err != nil {
+		return fmt.Errorf("set %s up: %w", veth.Name, err)
+	}
+	h, err := netlink.NewHandleAt(ns.Handle())
+	if err != nil {
+		return fmt.Errorf("netlink in %q: %w", ns.Name, err)
+	}
+	defer h.Close()
+	link, err := h.LinkByName(nic)
+	if err != nil {
+		return fmt.Errorf("find %s in %q: %w", nic, ns.Name, err)
+	}
+	if err := upWithAddr(h, link, netip.PrefixFrom(n.Addr, NodeNetwork.Bits())); err != nil {
+		return err
+	}
+	if err := h.RouteAdd(&netlink.Route{Gw: ControlPlaneAddr.AsSlice()}); err != nil {
+		return fmt.Errorf("default route in %q: %w", ns.Name, err)
+	}
+	for j := range c.Nodes {
+		if j == i {
+			continue
+		}
+		other := &c.Nodes[j]
+		if err := h.RouteAdd(&netlink.Route{Dst: ipNet(other.PodCIDR), Gw: other.Addr.AsSlice()}); err != nil {
+			return fmt.Errorf("route to %s in %q: %w", other.PodCIDR, ns.Name, err)
+		}
+	}
+	return nil
+}
+
+func upWithAddr(h *netlink.Handle, link netlink.Link, addr netip.Prefix) error {
+	if err := h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: addr.Addr().AsSlice(), Mask: net.CIDRMask(addr.Bits(), 32)}}); err != nil {
+		return fmt.Errorf("address %s on %s: %w", addr, link.Attrs().Name, err)
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %s up: %w", link.Attrs().Name, err)
+	}
+	return nil
+}
+
+// removeNetwork deletes the nodes' namespaces and the control plane's;
+// their links go with them.
+func (c *Cluster) removeNetwork() error {
+	var errs []error
+	for i := range c.Nodes {
+		if c.Nodes[i].ns != nil {
+			errs = append(errs, c.Nodes[i].ns.Delete())
+			c.Nodes[i].ns = nil
+		}
+	}
+	if c.cp != nil {
+		errs = append(errs, c.cp.Delete())
+		c.cp = nil
+	}
+	return errors.Join(errs...)
+}
