@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -313,8 +314,9 @@ func (s *Server) openSession(_ context.Context, req protocol.SessionRequest) (pr
 		}
 	})
 	hostname, _ := os.Hostname()
+	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return protocol.SessionResponse{Session: ss.id, Token: string(ss.token), HeartbeatMS: (timeout / 4).Milliseconds(),
-		TimeoutMS: timeout.Milliseconds(), Hostname: hostname, Version: version.Version}, nil
+		TimeoutMS: timeout.Milliseconds(), Hostname: hostname, Version: version.Version, BootID: strings.TrimSpace(string(bootID))}, nil
 }
 
 func (s *Server) closeSession(_ context.Context, req protocol.CloseRequest) (protocol.Empty, error) {

@@ -49,16 +49,21 @@ type Deployment struct {
 	// (hairpin); container names are the roles.
 	pods     map[string]string // role → pod
 	nodes    map[string]Node   // role → node
+	ports    map[string]int    // role → its agent's port
 	secret   string
 	forwards []func()
 
-	mu       sync.Mutex
-	services []string
-	exposed  map[int]netip.AddrPort
+	mu sync.Mutex
+	// service is the Service in front of the server, for the modes that
+	// have one; fronts are what clients dial for each published port, and
+	// reached the ports a client has connected through.
+	service string
+	fronts  map[int]netip.AddrPort
+	reached map[int]bool
 }
 
 var _ cluster.Deployment = (*Deployment)(nil)
-var _ cluster.Exposer = (*Deployment)(nil)
+var _ cluster.Publisher = (*Deployment)(nil)
 
 // Endpoints are the deployed pods; each one's agent answers at a port
 // forwarded on this machine's loopback.
@@ -91,7 +96,8 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	}
 	c.deployed++
 	d := &Deployment{c: c, network: network, seq: strconv.Itoa(c.deployed), tok: tok,
-		pods: map[string]string{}, nodes: map[string]Node{}, exposed: map[int]netip.AddrPort{}}
+		pods: map[string]string{}, nodes: map[string]Node{}, ports: map[string]int{},
+		fronts: map[int]netip.AddrPort{}, reached: map[int]bool{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Remove())
@@ -103,7 +109,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	if err := d.createSecret(ctx, ns); err != nil {
 		return nil, err
 	}
-	ports := map[string]int{}
+	ports := d.ports
 	for i, role := range roles {
 		ports[role] = cluster.DeployedAt(c.cfg.ControlPort, c.deployed, len(roles), i)
 		d.nodes[role] = c.Nodes[0]
@@ -267,12 +273,12 @@ func (d *Deployment) Remove() error {
 	var errs []error
 	gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
 	d.mu.Lock()
-	for _, s := range d.services {
-		if err := core.Services(ns).Delete(ctx, s, metav1.DeleteOptions{}); !gone(err) {
-			errs = append(errs, fmt.Errorf("kubernetes: delete service %s: %w", s, err))
+	if d.service != "" {
+		if err := core.Services(ns).Delete(ctx, d.service, metav1.DeleteOptions{}); !gone(err) {
+			errs = append(errs, fmt.Errorf("kubernetes: delete service %s: %w", d.service, err))
 		}
+		d.service = ""
 	}
-	d.services = nil
 	d.mu.Unlock()
 	zero := int64(0)
 	pods := map[string]bool{}

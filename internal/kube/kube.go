@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"cnbench/internal/cluster"
 	"cnbench/internal/mode"
@@ -71,6 +73,11 @@ var _ cluster.Cluster = (*Cluster)(nil)
 // Connect reads the kubeconfig, asks the API server its version and
 // finds the nodes to use.
 func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
+	// client-go logs what it recovers from (a forwarded connection the
+	// engine closed) on stderr, between the run's progress lines; what
+	// matters reaches cnbench as errors.
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
 	if cfg.ControlPort == 0 {
 		cfg.ControlPort = DefaultControlPort
 	}

@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apispdy "k8s.io/apimachinery/pkg/util/httpstream/spdy"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
@@ -126,7 +128,7 @@ func (c *Cluster) waitGone(ctx context.Context, ns, name string) error {
 // forwards every connection to port in the pod through the API server,
 // as `kubectl port-forward POD :PORT` does.
 func (c *Cluster) forward(ctx context.Context, ns, pod string, port int) (netip.AddrPort, func(), error) {
-	transport, upgrader, err := spdy.RoundTripperFor(c.rest)
+	transport, upgrader, err := c.streams()
 	if err != nil {
 		return netip.AddrPort{}, nil, err
 	}
@@ -160,11 +162,39 @@ func (c *Cluster) forward(ctx context.Context, ns, pod string, port int) (netip.
 func (c *Cluster) exec(ctx context.Context, ns, pod, container string, command []string) (string, error) {
 	req := c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ex, err := remotecommand.NewSPDYExecutor(c.rest, http.MethodPost, req.URL())
+	transport, upgrader, err := c.streams()
+	if err != nil {
+		return "", err
+	}
+	ex, err := remotecommand.NewSPDYExecutorForTransports(transport, upgrader, http.MethodPost, req.URL())
 	if err != nil {
 		return "", err
 	}
 	var out bytes.Buffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
 	return strings.TrimSpace(out.String()), err
+}
+
+// streams is the transport of the API server's streaming calls (port
+// forwarding, exec). client-go's own dials the API server itself,
+// ignoring the configuration's Dial; where one is given (a cluster that
+// answers in another network namespace), every connection must take it,
+// or it would leave by this machine's own routes.
+func (c *Cluster) streams() (http.RoundTripper, spdy.Upgrader, error) {
+	if c.rest.Dial == nil {
+		return spdy.RoundTripperFor(c.rest)
+	}
+	tlsConfig, err := rest.TLSConfigFor(c.rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := apispdy.NewRoundTripperWithConfig(apispdy.RoundTripperConfig{
+		UpgradeTransport: &http.Transport{DialContext: c.rest.Dial, TLSClientConfig: tlsConfig},
+		PingPeriod:       5 * time.Second,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped, err := rest.HTTPWrappersForConfig(c.rest, rt)
+	return wrapped, rt, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,74 +18,106 @@ import (
 // endpoints published and the nodes' proxies programmed.
 const serviceLimit = time.Minute
 
-// Expose returns what the client dials to reach port of the endpoint of
-// role: the pod's own address, or a Service in front of it, made on the
-// first call for that port and ready once the client's pod reaches it.
-func (d *Deployment) Expose(ctx context.Context, role string, port int) (netip.AddrPort, error) {
-	var server netip.Addr
-	for _, ep := range d.eps {
-		if ep.Role == role {
-			server = ep.Addr
-		}
-	}
-	if d.network == NetPod || d.network == NetHostNetwork {
-		return netip.AddrPortFrom(server, uint16(port)), nil
+// Publish puts a Service in front of ports of role's pod, for the modes
+// whose clients dial one, and returns what they dial, one per port.
+func (d *Deployment) Publish(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error) {
+	if d.network == NetPod || d.network == NetHostNetwork || len(ports) == 0 {
+		return nil, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if target, ok := d.exposed[port]; ok {
-		return target, nil
-	}
-	target, err := d.createService(ctx, role, port)
+	targets, err := d.createService(ctx, role, ports)
 	if err != nil {
-		return netip.AddrPort{}, err
+		return nil, err
 	}
-	if err := d.awaitService(ctx, port, target); err != nil {
-		return netip.AddrPort{}, err
+	for i, p := range ports {
+		d.fronts[p] = targets[i]
 	}
-	d.exposed[port] = target
+	return targets, nil
+}
+
+// Expose returns what the client dials to reach port of the endpoint of
+// role: the pod's own address, or the Service in front of it, once the
+// client's pod reaches the server through it.
+func (d *Deployment) Expose(ctx context.Context, role string, port int) (netip.AddrPort, error) {
+	if d.network == NetPod || d.network == NetHostNetwork {
+		for _, ep := range d.eps {
+			if ep.Role == role {
+				return netip.AddrPortFrom(ep.Addr, uint16(port)), nil
+			}
+		}
+		return netip.AddrPort{}, fmt.Errorf("kubernetes: no endpoint %s", role)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	target, ok := d.fronts[port]
+	if !ok {
+		return netip.AddrPort{}, fmt.Errorf("kubernetes: port %d of %s has no Service; the case published %v", port, role, d.published())
+	}
+	if !d.reached[port] {
+		if err := d.awaitService(ctx, target); err != nil {
+			return netip.AddrPort{}, err
+		}
+		d.reached[port] = true
+	}
 	return target, nil
 }
 
-// createService puts a Service in front of port of role's pod.
+func (d *Deployment) published() []int {
+	var ports []int
+	for p := range d.fronts {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	return ports
+}
+
+// createService puts one Service in front of ports of role's pod.
 //
-// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT [--type NodePort] --name cnb-TOKEN-svcN-PORT
-func (d *Deployment) createService(ctx context.Context, role string, port int) (netip.AddrPort, error) {
-	name := d.tok.Name("svc" + d.seq + "-" + strconv.Itoa(port))
+// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... [--type NodePort] --name cnb-TOKEN-svcN
+func (d *Deployment) createService(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error) {
+	name := d.tok.Name("svc" + d.seq)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.labels("")},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"cnbench.pod": d.pods[role], TokenLabel: string(d.tok)},
-			Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: int32(port),
-				TargetPort: intstr.FromInt32(int32(port))}},
 		},
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "tcp-" + strconv.Itoa(p), Protocol: corev1.ProtocolTCP,
+			Port: int32(p), TargetPort: intstr.FromInt32(int32(p))})
 	}
 	if d.network == NetNodePort {
 		svc.Spec.Type = corev1.ServiceTypeNodePort
 	}
 	made, err := d.c.cs.CoreV1().Services(d.c.ns).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("kubernetes: create service %s: %w", name, err)
+		return nil, fmt.Errorf("kubernetes: create service %s: %w", name, err)
 	}
-	d.services = append(d.services, name)
-	if d.network == NetNodePort {
-		return netip.AddrPortFrom(d.nodes[role].Addr, uint16(made.Spec.Ports[0].NodePort)), nil
-	}
+	d.service = name
 	ip, err := netip.ParseAddr(made.Spec.ClusterIP)
-	if err != nil || !ip.Is4() {
-		return netip.AddrPort{}, fmt.Errorf("kubernetes: service %s: ClusterIP %q is not IPv4, which cnbench's agents number", name, made.Spec.ClusterIP)
+	if d.network != NetNodePort && (err != nil || !ip.Is4()) {
+		return nil, fmt.Errorf("kubernetes: service %s: ClusterIP %q is not IPv4, which cnbench's agents number", name, made.Spec.ClusterIP)
 	}
-	return netip.AddrPortFrom(ip, uint16(port)), nil
+	var targets []netip.AddrPort
+	for i, sp := range made.Spec.Ports {
+		if d.network == NetNodePort {
+			targets = append(targets, netip.AddrPortFrom(d.nodes[role].Addr, uint16(sp.NodePort)))
+		} else {
+			targets = append(targets, netip.AddrPortFrom(ip, uint16(ports[i])))
+		}
+	}
+	return targets, nil
 }
 
 // awaitService waits until the Service's endpoints list the server
 // ready, then until the client's pod connects to target: a proxy
 // programs its rules some time after the endpoints change, and the
 // case's first connection must not race it.
-func (d *Deployment) awaitService(ctx context.Context, port int, target netip.AddrPort) error {
+func (d *Deployment) awaitService(ctx context.Context, target netip.AddrPort) error {
 	ctx, cancel := context.WithTimeout(ctx, serviceLimit)
 	defer cancel()
-	svc := d.services[len(d.services)-1]
+	svc := d.service
 	for {
 		slices, err := d.c.cs.DiscoveryV1().EndpointSlices(d.c.ns).List(ctx,
 			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,8 +73,9 @@ func read(p *site.Path) (reading, error) {
 				r.whole = false
 			}
 			if rd.Machine != nil {
-				machines[strings.ToLower(rd.Host)] = *rd.Machine
-				guests[strings.ToLower(rd.Host)] = rd.Guest
+				key := cmp.Or(rd.Kernel, strings.ToLower(rd.Host))
+				machines[key] = *rd.Machine
+				guests[key] = rd.Guest
 			}
 		}
 		return total

@@ -69,7 +69,7 @@ func (cs *Clusters) Close() {
 // Place deploys the case's server and client on the cluster its mode
 // names, on one node in chc and on two in chhc, and reaches each through
 // the agent inside its container.
-func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (pa *Path, err error) {
+func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports []int) (pa *Path, err error) {
 	prefix, open, _ := cluster.For(c.Mode)
 	if d := plan.Mode; d.Supports != nil {
 		if err := d.Supports(c.Topology); err != nil {
@@ -104,6 +104,18 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int
 		}
 	}()
 	eps := dep.Endpoints()
+	peers := []string{eps[0].Addr.String()}
+	pub, published := dep.(cluster.Publisher)
+	if published {
+		fronts, err := pub.Publish(ctx, eps[0].Role, ports)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fronts {
+			peers = append(peers, f.Addr().String())
+		}
+		published = len(fronts) > 0
+	}
 	var sites []*Remote
 	for _, ep := range eps {
 		s, err := openWhenUp(ctx, agent.NewClientTLS(ep.Control.String(), dep.ClientTLS(ep.ServerName)))
@@ -112,7 +124,7 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int
 		}
 		sessions = append(sessions, s)
 		r, err := placeRemote(ctx, s, protocol.EndpointRequest{Mode: protocol.ContainerMode, Name: ep.Role,
-			Addr: ep.Addr.String(), Peers: []string{eps[0].Addr.String()}})
+			Addr: ep.Addr.String(), Peers: peers})
 		if err != nil {
 			return nil, err
 		}
@@ -123,8 +135,9 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, _ []int
 		sites = append(sites, r)
 	}
 	pa = remotePath(ctx, sites[0], sites[1], closeAll)
-	if ex, ok := dep.(cluster.Exposer); ok {
-		pa.expose = func(_ Site, port int) (netip.AddrPort, error) { return ex.Expose(ctx, eps[0].Role, port) }
+	pa.Published = published
+	if pub != nil {
+		pa.expose = func(_ Site, port int) (netip.AddrPort, error) { return pub.Expose(ctx, eps[0].Role, port) }
 	}
 	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[1].Node
 	return pa, nil

@@ -108,5 +108,6 @@ func (s *Remote) Read(bool) (Reading, error) {
 		Namespace: ns,
 		Machine:   &cpu.Machine{Busy: time.Duration(u.BusyNS), Softirq: time.Duration(u.SoftirqNS), Steal: time.Duration(u.StealNS)},
 		Host:      s.Host(),
+		Kernel:    s.sess.Info.BootID,
 	}, nil
 }

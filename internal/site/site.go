@@ -75,6 +75,10 @@ type Reading struct {
 	// Host its name, where that machine is not this one; nil here.
 	Machine *cpu.Machine
 	Host    string
+	// Kernel names the kernel whose CPU time Machine is, where known:
+	// readings of one kernel under different host names (containers on
+	// one node) count it once.
+	Kernel string
 	// Guest is set when that machine is a VM guest this machine runs:
 	// its time adds to this machine's, which still counts (the guest's
 	// host does the path's bridging, and its steal slows the guest).

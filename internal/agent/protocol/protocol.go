@@ -46,6 +46,10 @@ type SessionResponse struct {
 	TimeoutMS   int64  `json:"timeout_ms"`
 	Hostname    string `json:"hostname"`
 	Version     string `json:"version"`
+	// BootID names the running kernel (/proc/sys/kernel/random/boot_id):
+	// agents in containers on one node, each with a host name of its own,
+	// read one machine's CPU time.
+	BootID string `json:"boot_id,omitempty"`
 }
 
 // HoldRequest is the first line of the hold stream; every further line is

@@ -1,0 +1,96 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"cnbench/internal/model"
+	"cnbench/internal/netns"
+	"cnbench/internal/store"
+	"cnbench/internal/topo"
+)
+
+// TestRunMeasuresThroughTheCluster runs cnbench as a user would, with
+// --kubeconfig, on the hostNetwork baseline, pod to pod and through a
+// ClusterIP Service across two nodes, the modes taking turns: every case
+// measures, on the nodes it names, with the nodes' CPU, and the run
+// leaves nothing on the cluster.
+func TestRunMeasuresThroughTheCluster(t *testing.T) {
+	c := requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "r.db")
+	var out bytes.Buffer
+	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", db,
+		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chc,chhc", "--workloads", "tcp_stream",
+		"--samples", "2", "--duration", "500ms", "--warmup", "200ms")
+	ctl.Stdout, ctl.Stderr = &out, &out
+	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The controller runs where the kubeconfig's API server answers: in
+	// the control plane's namespace, as on a machine of the cluster.
+	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Logf("controller:\n%s", out.String())
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.LoadRun(1)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cases) != 6 {
+		t.Fatalf("%d cases, want three modes in chc and chhc", len(res.Cases))
+	}
+	for _, cs := range res.Cases {
+		checkCase(t, cs)
+	}
+	runTok := regexp.MustCompile(`cases, token ([0-9a-f]{4})`).FindStringSubmatch(out.String())
+	if runTok == nil {
+		t.Fatalf("the controller named no run token:\n%s", out.String())
+	}
+	k := connect(t, c, imageOK)
+	left, err := k.Leftovers(ctx, netns.Token(runTok[1]))
+	if err != nil || len(left) > 0 {
+		t.Errorf("the run left on the cluster: %v (%v)", left, err)
+	}
+}
+
+func checkCase(t *testing.T, cs model.CaseResult) {
+	t.Helper()
+	if cs.Status != model.StatusOK {
+		t.Errorf("%s: %s: %s", cs.Key, cs.Status, cs.Reason)
+		return
+	}
+	if !cs.Outcome.Paired {
+		t.Errorf("%s: not paired with the other modes", cs.Key)
+	}
+	var gbps, machine, sender float64
+	for _, s := range cs.Samples {
+		gbps += s.Values[model.ThroughputBPS] / 1e9 / float64(len(cs.Samples))
+		machine += s.Values[model.CPUMachinePct] / float64(len(cs.Samples))
+		sender += s.Values[model.CPUSenderPct] / float64(len(cs.Samples))
+	}
+	t.Logf("%-16s %-5s %6.2f Gbit/s  sender %5.1f%%  nodes %5.1f%%  server on %s, client on %s", cs.Mode, cs.Topology, gbps, sender, machine, cs.Params.ServerNode, cs.Params.ClientNode)
+	if gbps < 0.01 {
+		t.Errorf("%s: %.3f Gbit/s; the engines did not exchange traffic worth the name", cs.Key, gbps)
+	}
+	if sameNode := cs.Params.ServerNode == cs.Params.ClientNode; cs.Params.ServerNode == "" || (cs.Topology == topo.CHC) != sameNode {
+		t.Errorf("%s: server on %q, client on %q; want one node in chc and two in chhc", cs.Key, cs.Params.ServerNode, cs.Params.ClientNode)
+	}
+	// The nodes' whole CPU holds at least the sender's engine.
+	if machine <= 0 || machine < sender {
+		t.Errorf("%s: nodes busy %.1f%% of a core, sender's engine %.1f%%: the nodes' CPU is missing or short", cs.Key, machine, sender)
+	}
+}
