@@ -99,10 +99,16 @@ type Endpoint struct {
 	Netns string
 }
 
-// Exposer is a deployment that puts a server's port behind something of
-// the cluster's own (a Service) that clients dial instead of the
-// server's address.
-type Exposer interface {
+// Publisher is a deployment that puts a server's ports behind something
+// of the cluster's own (a Service) that clients dial instead of the
+// server's address. Like a published container's, the ports are fixed
+// before the engines start, so the clients' agents know the addresses
+// they may send to.
+type Publisher interface {
+	// Publish puts ports of the endpoint of role behind the cluster's
+	// front and returns the addresses clients dial, one per port; none
+	// where the mode dials the server directly.
+	Publish(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error)
 	// Expose returns what clients dial to reach port of the endpoint of
 	// role, once they can.
 	Expose(ctx context.Context, role string, port int) (netip.AddrPort, error)
