@@ -62,6 +62,12 @@ func (c *Cluster) writeNodeFiles(n *Node) error {
 			}
 		}
 	}
+	// The node's resolver is its own loopback, where nothing answers: a
+	// name (an image's registry) fails at once, where the machine's
+	// resolver was out of reach and made a pull wait 10 s to fail.
+	if err := os.WriteFile(n.path("resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		return err
+	}
 	for key, want := range kernelTunables {
 		have, err := os.ReadFile(filepath.Join("/proc/sys", key))
 		if err != nil || strings.TrimSpace(string(have)) == want {
@@ -214,6 +220,7 @@ func mountScript(n *Node) string {
 	for _, key := range n.sysctls {
 		fmt.Fprintf(&b, "mount --bind %s /proc/sys/%s\n", n.path("sysctl", strings.ReplaceAll(key, "/", ".")), key)
 	}
+	fmt.Fprintf(&b, "mount --bind %s /etc/resolv.conf\n", n.path("resolv.conf"))
 	fmt.Fprintf(&b, "exec containerd --config %s\n", n.path("containerd.toml"))
 	return b.String()
 }
