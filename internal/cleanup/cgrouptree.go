@@ -88,8 +88,9 @@ func removeTree(root string, limit time.Duration) error {
 
 // sweepCgroupTrees removes the cgroup trees of a dead run: the parents
 // its private container runtimes put their containers under
-// (cnb-TOKEN-dk-*), in every hierarchy. The sweep's own pass over
-// cnbench's cgroups then reports them.
+// (cnb-TOKEN-dk-*, and cnb-TOKEN-k8s of a test's Kubernetes nodes), in
+// every hierarchy. The sweep's own pass over cnbench's cgroups then
+// reports them.
 func sweepCgroupTrees(tok netns.Token) error {
 	mounts, err := cgroupMounts()
 	if err != nil {
@@ -99,7 +100,11 @@ func sweepCgroupTrees(tok netns.Token) error {
 	var errs []error
 	for _, m := range mounts {
 		matches, _ := filepath.Glob(filepath.Join(m, tok.Name("dk-")+"*"))
+		matches = append(matches, filepath.Join(m, tok.Name("k8s")))
 		for _, dir := range matches {
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
 			name := filepath.Base(dir)
 			if seen[name] {
 				continue

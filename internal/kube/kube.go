@@ -73,6 +73,18 @@ var _ cluster.Cluster = (*Cluster)(nil)
 // Connect reads the kubeconfig, asks the API server its version and
 // finds the nodes to use.
 func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
+	c, err := dial(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.findNodes(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// dial reads the kubeconfig and asks the API server its version.
+func dial(cfg Config) (*Cluster, error) {
 	// client-go logs what it recovers from (a forwarded connection the
 	// engine closed) on stderr, between the run's progress lines; what
 	// matters reaches cnbench as errors.
@@ -109,11 +121,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if _, err := dc.ServerVersion(); err != nil {
 		return nil, fmt.Errorf("kubernetes: API server %s: %w", rc.Host, err)
 	}
-	c := &Cluster{cfg: cfg, rest: rc, cs: cs, ns: cfg.Namespace}
-	if err := c.findNodes(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return &Cluster{cfg: cfg, rest: rc, cs: cs, ns: cfg.Namespace}, nil
 }
 
 // findNodes takes the configured nodes, or else chooses up to two.
@@ -256,33 +264,68 @@ func (c *Cluster) Close() error {
 
 // Leftovers lists what of run tok still exists on the cluster.
 func (c *Cluster) Leftovers(ctx context.Context, tok netns.Token) ([]string, error) {
-	sel := metav1.ListOptions{LabelSelector: TokenLabel + "=" + string(tok)}
+	objs, err := c.labelled(ctx, TokenLabel+"="+string(tok))
 	var out []string
-	nss, err1 := c.cs.CoreV1().Namespaces().List(ctx, sel)
-	if err1 == nil {
-		for _, n := range nss.Items {
-			out = append(out, "namespace "+n.Name)
+	for _, o := range objs {
+		out = append(out, o.String())
+	}
+	return out, err
+}
+
+// object is something cnbench created on a cluster.
+type object struct {
+	kind, namespace, name string
+	token                 netns.Token
+}
+
+func (o object) String() string {
+	if o.kind == "namespace" {
+		return "namespace " + o.name
+	}
+	return o.kind + " " + o.namespace + "/" + o.name
+}
+
+// labelled lists the namespaces, pods, Services and Secrets that carry
+// selector, namespaces first.
+func (c *Cluster) labelled(ctx context.Context, selector string) ([]object, error) {
+	sel := metav1.ListOptions{LabelSelector: selector}
+	core := c.cs.CoreV1()
+	var out []object
+	add := func(kind string, meta []metav1.ObjectMeta) {
+		for _, m := range meta {
+			out = append(out, object{kind: kind, namespace: m.Namespace, name: m.Name, token: netns.Token(m.Labels[TokenLabel])})
 		}
 	}
-	pods, err2 := c.cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, sel)
-	if err2 == nil {
-		for _, p := range pods.Items {
-			out = append(out, "pod "+p.Namespace+"/"+p.Name)
-		}
+	var errs []error
+	if l, err := core.Namespaces().List(ctx, sel); err == nil {
+		add("namespace", metas(l.Items, func(x corev1.Namespace) metav1.ObjectMeta { return x.ObjectMeta }))
+	} else {
+		errs = append(errs, err)
 	}
-	svcs, err3 := c.cs.CoreV1().Services(metav1.NamespaceAll).List(ctx, sel)
-	if err3 == nil {
-		for _, s := range svcs.Items {
-			out = append(out, "service "+s.Namespace+"/"+s.Name)
-		}
+	if l, err := core.Pods(metav1.NamespaceAll).List(ctx, sel); err == nil {
+		add("pod", metas(l.Items, func(x corev1.Pod) metav1.ObjectMeta { return x.ObjectMeta }))
+	} else {
+		errs = append(errs, err)
 	}
-	secrets, err4 := c.cs.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, sel)
-	if err4 == nil {
-		for _, s := range secrets.Items {
-			out = append(out, "secret "+s.Namespace+"/"+s.Name)
-		}
+	if l, err := core.Services(metav1.NamespaceAll).List(ctx, sel); err == nil {
+		add("service", metas(l.Items, func(x corev1.Service) metav1.ObjectMeta { return x.ObjectMeta }))
+	} else {
+		errs = append(errs, err)
 	}
-	return out, errors.Join(err1, err2, err3, err4)
+	if l, err := core.Secrets(metav1.NamespaceAll).List(ctx, sel); err == nil {
+		add("secret", metas(l.Items, func(x corev1.Secret) metav1.ObjectMeta { return x.ObjectMeta }))
+	} else {
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+func metas[T any](items []T, meta func(T) metav1.ObjectMeta) []metav1.ObjectMeta {
+	out := make([]metav1.ObjectMeta, len(items))
+	for i, x := range items {
+		out[i] = meta(x)
+	}
+	return out
 }
 
 // unsupported is a skip: what the cluster cannot give.

@@ -1,11 +1,15 @@
 package kube
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -93,4 +97,91 @@ func checkCase(t *testing.T, cs model.CaseResult) {
 	if machine <= 0 || machine < sender {
 		t.Errorf("%s: nodes busy %.1f%% of a core, sender's engine %.1f%%: the nodes' CPU is missing or short", cs.Key, machine, sender)
 	}
+}
+
+// TestKilledRunIsSweptFromTheCluster kills a run while its pods measure,
+// as a user's kill -9 or a lost machine would, and has `cnbench cleanup
+// --kubeconfig` delete what it left on the cluster, and only that.
+func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
+	c := requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k := connect(t, c, imageOK)
+	// Another run's namespace, which this machine knows nothing of.
+	other := netns.NewToken()
+	if _, err := k.namespace(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+
+	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", filepath.Join(t.TempDir(), "r.db"),
+		"--modes", "k8s:pod", "--topologies", "chc", "--workloads", "tcp_stream", "--samples", "100", "--duration", "1s")
+	stdout, err := ctl.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl.Stderr = ctl.Stdout
+	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
+		t.Fatal(err)
+	}
+	tok := awaitToken(t, stdout)
+	// Killed once its pods run: the deployment numbered 1 has a pod.
+	for {
+		left, _ := k.Leftovers(ctx, tok)
+		if slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "pod ") }) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the run's pods never came")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ctl.Process.Kill()
+	ctl.Wait()
+	left, _ := k.Leftovers(ctx, tok)
+	t.Logf("killed; on the cluster: %v", left)
+
+	sweep := exec.CommandContext(ctx, binary, "cleanup", "--kubeconfig", c.Kubeconfig)
+	var out bytes.Buffer
+	sweep.Stdout, sweep.Stderr = &out, &out
+	if err := netns.DoAt(c.ControlPlane, sweep.Start); err != nil {
+		t.Fatal(err)
+	}
+	if err := sweep.Wait(); err != nil {
+		t.Fatalf("cleanup: %v\n%s", err, out.String())
+	}
+	t.Logf("cleanup:\n%s", out.String())
+	if !strings.Contains(out.String(), "deleted on the cluster: namespace "+tok.Name("k8s")) {
+		t.Errorf("cleanup did not say it deleted the run's namespace")
+	}
+	if !strings.Contains(out.String(), "left alone on the cluster: namespace "+other.Name("k8s")) {
+		t.Errorf("cleanup did not leave the other run's namespace alone, saying so")
+	}
+	for {
+		left, err := k.Leftovers(ctx, tok)
+		if err == nil && len(left) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("after cleanup the cluster still holds %v (%v)", left, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// awaitToken reads a run's output until it names its token.
+func awaitToken(t *testing.T, r io.Reader) netns.Token {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	pattern := regexp.MustCompile(`token ([0-9a-f]{4})`)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if m := pattern.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, r)
+			return netns.Token(m[1])
+		}
+	}
+	t.Fatalf("the run named no token:\n%s", strings.Join(seen, "\n"))
+	return ""
 }

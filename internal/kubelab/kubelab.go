@@ -36,6 +36,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"cnbench/internal/cleanup"
 	"cnbench/internal/daemon"
 	"cnbench/internal/netns"
 )
@@ -150,6 +151,7 @@ type Cluster struct {
 	cpProcs   []*daemon.Process // etcd, apiserver, controller-manager, scheduler
 	pki       *pki
 	client    *kubernetes.Clientset
+	claimed   bool
 	stopOnce  sync.Once
 	stopErr   error
 	startedAt time.Time
@@ -180,7 +182,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if cfg.Token == "" {
 		cfg.Token = netns.NewToken()
 	}
-	c := &Cluster{cfg: cfg, Token: cfg.Token, startedAt: time.Now(), APIServer: netip.AddrPortFrom(ControlPlaneAddr, APIPort)}
+	// The claim tells `cnbench cleanup` the lab is alive: without one its
+	// sweep took the lab for a dead run's leftovers and ended it.
+	if err := cleanup.Claim(cfg.Token); err != nil {
+		return nil, fmt.Errorf("kubelab: %w", err)
+	}
+	c := &Cluster{cfg: cfg, Token: cfg.Token, startedAt: time.Now(), APIServer: netip.AddrPortFrom(ControlPlaneAddr, APIPort), claimed: true}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -302,6 +309,9 @@ func (c *Cluster) stop() error {
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", c.dir, err))
 		}
+	}
+	if c.claimed {
+		errs = append(errs, cleanup.Release(c.Token))
 	}
 	c.logf("stopped in %.1fs", time.Since(start).Seconds())
 	return errors.Join(errs...)
