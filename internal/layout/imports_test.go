@@ -25,7 +25,7 @@ var layers = [][]string{
 	{"site"},
 	{"measure", "driver"},
 	{"runner"},
-	{"cmd/cnbench", "bench/endpoints", "bench/enginevs", "bench/pairing", "bench/reproduce", "bench/setupspeed", "bench/explaincost", "bench/scale", "bench/benchkit"},
+	{"cmd/cnbench", "bench/endpoints", "bench/enginevs", "bench/pairing", "bench/reproduce", "bench/setupspeed", "bench/explaincost", "bench/scale", "bench/benchkit", "bench/k8spaths"},
 }
 
 const module = "cnbench/"

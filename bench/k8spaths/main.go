@@ -1,0 +1,78 @@
+// Command k8spaths measures a Kubernetes cluster's paths on this machine:
+// it starts the lab cluster the tests use (two nodes, each a namespace
+// with its own containerd, kubelet and kube-proxy; pods on the CNI ptp
+// plugin; kube-proxy in iptables mode), loads cnbench's image into its
+// nodes, and runs `cnbench run --kubeconfig` against it with the k8s:*
+// modes taking turns, so that each path's overhead against the
+// hostNetwork baseline is a paired ratio. What follows -- is passed to
+// the run.
+//
+// Run it as root, after `go build -o cnbench ./cmd/cnbench`:
+//
+//	go run ./bench/k8spaths [-cnbench ./cnbench] [-- --samples 5 --duration 2s ...]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"cnbench/internal/image"
+	"cnbench/internal/kubelab"
+	"cnbench/internal/netns"
+)
+
+func main() {
+	bin := flag.String("cnbench", "./cnbench", "the cnbench binary to run, and to put in the nodes' image")
+	flag.Parse()
+	if err := run(*bin, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "k8spaths:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, extra []string) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	began := time.Now()
+	lab, err := kubelab.Start(ctx, kubelab.Config{Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	defer lab.Stop()
+	img, err := image.Build(image.Spec{Binary: bin})
+	if err != nil {
+		return err
+	}
+	archive := filepath.Join(os.TempDir(), lab.Token.Name("k8spaths")+".tar")
+	defer os.Remove(archive)
+	if err := image.WriteArchive(archive, image.Tag(), img); err != nil {
+		return err
+	}
+	if err := lab.LoadImage(ctx, archive); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "k8spaths: lab cluster of %d nodes ready with cnbench's image in %s\n", len(lab.Nodes), time.Since(began).Round(time.Millisecond))
+	args := []string{"run", "--kubeconfig", lab.Kubeconfig, "--db", filepath.Join(os.TempDir(), lab.Token.Name("k8spaths")+".db"),
+		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service,k8s:nodeport,k8s:hairpin",
+		"--topologies", "chc,chhc", "--workloads", "tcp_stream,tcp_rr"}
+	cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The run is a controller where the kubeconfig's API server answers:
+	// in the control plane's namespace.
+	if err := netns.DoAt(lab.ControlPlane, cmd.Start); err != nil {
+		return err
+	}
+	return cmd.Wait()
+}
