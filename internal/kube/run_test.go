@@ -18,13 +18,15 @@ import (
 	"cnbench/internal/netns"
 	"cnbench/internal/store"
 	"cnbench/internal/topo"
+	"cnbench/internal/workload"
 )
 
 // TestRunMeasuresThroughTheCluster runs cnbench as a user would, with
 // --kubeconfig, on the hostNetwork baseline, pod to pod and through a
-// ClusterIP Service across two nodes, the modes taking turns: every case
-// measures, on the nodes it names, with the nodes' CPU, and the run
-// leaves nothing on the cluster.
+// ClusterIP Service across two nodes, over TCP and UDP, the modes taking
+// turns: every case measures, on the nodes it names, with the nodes'
+// CPU, and the run leaves nothing on the cluster. (One node's paths are
+// deployed by TestDeploysEachPath and measured by the killed run.)
 func TestRunMeasuresThroughTheCluster(t *testing.T) {
 	c := requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -32,7 +34,7 @@ func TestRunMeasuresThroughTheCluster(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "r.db")
 	var out bytes.Buffer
 	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", db,
-		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chc,chhc", "--workloads", "tcp_stream",
+		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chhc", "--workloads", "tcp_stream,udp_rr",
 		"--samples", "2", "--duration", "500ms", "--warmup", "200ms")
 	ctl.Stdout, ctl.Stderr = &out, &out
 	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -55,7 +57,7 @@ func TestRunMeasuresThroughTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Cases) != 6 {
-		t.Fatalf("%d cases, want three modes in chc and chhc", len(res.Cases))
+		t.Fatalf("%d cases, want three modes, each with two workloads", len(res.Cases))
 	}
 	for _, cs := range res.Cases {
 		checkCase(t, cs)
@@ -80,15 +82,20 @@ func checkCase(t *testing.T, cs model.CaseResult) {
 	if !cs.Outcome.Paired {
 		t.Errorf("%s: not paired with the other modes", cs.Key)
 	}
-	var gbps, machine, sender float64
+	rate, unit := model.ThroughputBPS, 1e9
+	if cs.Workload == workload.UDPRR {
+		rate, unit = model.TransactionsPerS, 1
+	}
+	var mean, machine, sender float64
 	for _, s := range cs.Samples {
-		gbps += s.Values[model.ThroughputBPS] / 1e9 / float64(len(cs.Samples))
+		mean += s.Values[rate] / unit / float64(len(cs.Samples))
 		machine += s.Values[model.CPUMachinePct] / float64(len(cs.Samples))
 		sender += s.Values[model.CPUSenderPct] / float64(len(cs.Samples))
 	}
-	t.Logf("%-16s %-5s %6.2f Gbit/s  sender %5.1f%%  nodes %5.1f%%  server on %s, client on %s", cs.Mode, cs.Topology, gbps, sender, machine, cs.Params.ServerNode, cs.Params.ClientNode)
-	if gbps < 0.01 {
-		t.Errorf("%s: %.3f Gbit/s; the engines did not exchange traffic worth the name", cs.Key, gbps)
+	t.Logf("%-16s %-5s %-10s %9.2f %s  sender %5.1f%%  nodes %5.1f%%  server on %s, client on %s", cs.Mode, cs.Topology, cs.Workload,
+		mean, map[bool]string{true: "Gbit/s", false: "tx/s"}[unit > 1], sender, machine, cs.Params.ServerNode, cs.Params.ClientNode)
+	if mean < 0.01 {
+		t.Errorf("%s: %.3f %s; the engines did not exchange traffic worth the name", cs.Key, mean, rate)
 	}
 	if sameNode := cs.Params.ServerNode == cs.Params.ClientNode; cs.Params.ServerNode == "" || (cs.Topology == topo.CHC) != sameNode {
 		t.Errorf("%s: server on %q, client on %q; want one node in chc and two in chhc", cs.Key, cs.Params.ServerNode, cs.Params.ClientNode)

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,35 +73,41 @@ func (d *Deployment) published() []int {
 	return ports
 }
 
-// createService puts one Service in front of ports of role's pod.
+// createService puts one Service in front of ports of role's pod, for
+// TCP and for UDP: the engines' UDP workloads send to the port their
+// TCP control connection takes.
 //
-// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... [--type NodePort] --name cnb-TOKEN-svcN
+// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... --protocol TCP (and again UDP) [--type NodePort] --name cnb-TOKEN-svcN
 func (d *Deployment) createService(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error) {
 	name := d.tok.Name("svc" + d.seq)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.labels("")},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"cnbench.pod": d.pods[role], TokenLabel: string(d.tok)},
+			Ports:    servicePorts(ports, corev1.ProtocolTCP, nil),
 		},
-	}
-	for _, p := range ports {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "tcp-" + strconv.Itoa(p), Protocol: corev1.ProtocolTCP,
-			Port: int32(p), TargetPort: intstr.FromInt32(int32(p))})
 	}
 	if d.network == NetNodePort {
 		svc.Spec.Type = corev1.ServiceTypeNodePort
 	}
-	made, err := d.c.cs.CoreV1().Services(d.c.ns).Create(ctx, svc, metav1.CreateOptions{})
+	services := d.c.cs.CoreV1().Services(d.c.ns)
+	made, err := services.Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: create service %s: %w", name, err)
 	}
 	d.service = name
+	// A NodePort's UDP port must be its TCP port's number, which the
+	// cluster chose: UDP joins once it has.
+	made.Spec.Ports = append(made.Spec.Ports, servicePorts(ports, corev1.ProtocolUDP, made.Spec.Ports)...)
+	if made, err = services.Update(ctx, made, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("kubernetes: service %s: add its UDP ports: %w", name, err)
+	}
 	ip, err := netip.ParseAddr(made.Spec.ClusterIP)
 	if d.network != NetNodePort && (err != nil || !ip.Is4()) {
 		return nil, fmt.Errorf("kubernetes: service %s: ClusterIP %q is not IPv4, which cnbench's agents number", name, made.Spec.ClusterIP)
 	}
 	var targets []netip.AddrPort
-	for i, sp := range made.Spec.Ports {
+	for i, sp := range made.Spec.Ports[:len(ports)] {
 		if d.network == NetNodePort {
 			targets = append(targets, netip.AddrPortFrom(d.nodes[role].Addr, uint16(sp.NodePort)))
 		} else {
@@ -108,6 +115,21 @@ func (d *Deployment) createService(ctx context.Context, role string, ports []int
 		}
 	}
 	return targets, nil
+}
+
+// servicePorts are a Service's ports of protocol for ports, on the node
+// ports of tcp's where given.
+func servicePorts(ports []int, protocol corev1.Protocol, tcp []corev1.ServicePort) []corev1.ServicePort {
+	var out []corev1.ServicePort
+	for i, p := range ports {
+		sp := corev1.ServicePort{Name: strings.ToLower(string(protocol)) + "-" + strconv.Itoa(p), Protocol: protocol,
+			Port: int32(p), TargetPort: intstr.FromInt32(int32(p))}
+		if tcp != nil {
+			sp.NodePort = tcp[i].NodePort
+		}
+		out = append(out, sp)
+	}
+	return out
 }
 
 // awaitService waits until the Service's endpoints list the server

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
+	"strings"
 	"time"
 
 	"cnbench/internal/agent"
@@ -59,13 +61,16 @@ func (s *Remote) Host() string {
 }
 
 // Refuses all but the workloads whose results an agent's engine reports
-// in full.
+// in full: an echo (ping) takes a program an agent does not start.
 func (s *Remote) Refuses(workload string) error {
-	if workload != "tcp_stream" && workload != "tcp_rr" {
-		return fmt.Errorf("%w: %s on endpoints placed by agents: they run tcp_stream and tcp_rr", ErrCannotRun, workload)
+	if !slices.Contains(remoteWorkloads, workload) {
+		return fmt.Errorf("%w: %s on endpoints placed by agents: they run %s", ErrCannotRun, workload, strings.Join(remoteWorkloads, ", "))
 	}
 	return nil
 }
+
+// remoteWorkloads are the workloads endpoints placed by agents run.
+var remoteWorkloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_rr"}
 
 // Start refuses: agents start only cnbench's own engine.
 func (s *Remote) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) {
