@@ -2,7 +2,20 @@
 # Installs what cnbench and its tests need on a Debian machine, as root:
 # the kernel's user-space tools, the external engines cnbench compares
 # itself with, and the Go modules. Idempotent: installs only what is missing.
+# With --kubernetes it also builds the Kubernetes binaries the tests' lab
+# cluster runs (scripts/build-kubernetes.sh: several minutes, once).
 set -euo pipefail
+
+kubernetes=0
+for arg in "$@"; do
+	case $arg in
+	--kubernetes) kubernetes=1 ;;
+	*)
+		echo "setup: unknown argument $arg (known: --kubernetes)" >&2
+		exit 2
+		;;
+	esac
+done
 
 packages=(iproute2 nftables iperf3 sockperf ethtool iputils-ping procps chromium openvswitch-switch docker.io containernetworking-plugins)
 # VM hosts: the emulator, the guest kernel and the guest's shell.
@@ -52,5 +65,7 @@ if ! command -v go >/dev/null; then
 fi
 cd "$(dirname "$0")/.."
 go mod download
-# The Kubernetes binaries of the lab cluster, built once into a cache.
-bash scripts/build-kubernetes.sh
+# The Kubernetes binaries of the tests' lab cluster, built once into a cache.
+if ((kubernetes)); then
+	bash scripts/build-kubernetes.sh
+fi
