@@ -90,12 +90,15 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	if !sameNode && len(c.Nodes) < 2 {
 		return nil, unsupported("endpoints on two nodes need two nodes that take cnbench's pods; the cluster has %d", len(c.Nodes))
 	}
+	c.mu.Lock()
 	ns, err := c.namespace(ctx, tok)
+	c.deployed++
+	seq := c.deployed
+	c.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	c.deployed++
-	d := &Deployment{c: c, network: network, seq: strconv.Itoa(c.deployed), tok: tok,
+	d := &Deployment{c: c, network: network, seq: strconv.Itoa(seq), tok: tok,
 		pods: map[string]string{}, nodes: map[string]Node{}, ports: map[string]int{},
 		fronts: map[int]netip.AddrPort{}, reached: map[int]bool{}}
 	defer func() {
@@ -111,7 +114,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	}
 	ports := d.ports
 	for i, role := range roles {
-		ports[role] = cluster.DeployedAt(c.cfg.ControlPort, c.deployed, len(roles), i)
+		ports[role] = cluster.DeployedAt(c.cfg.ControlPort, seq, len(roles), i)
 		d.nodes[role] = c.Nodes[0]
 		if !sameNode && i > 0 {
 			d.nodes[role] = c.Nodes[1]

@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,8 +65,10 @@ type Cluster struct {
 	ns    string
 	owned bool
 	// deployed numbers deployments, so that no name of one is taken by
-	// an object of the one before that the cluster still removes.
+	// an object of the one before that the cluster still removes; mu
+	// guards it and the namespace, for deployments made at once.
 	deployed int
+	mu       sync.Mutex
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)

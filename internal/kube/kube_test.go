@@ -139,6 +139,10 @@ func TestDeploysEachPath(t *testing.T) {
 			t.Errorf("left on the cluster: %v (%v)", left, err)
 		}
 	}()
+	t.Run("side by side", func(t *testing.T) { deployAll(t, k, c, tok) })
+}
+
+func deployAll(t *testing.T, k *Cluster, c *kubelab.Cluster, tok netns.Token) {
 	for _, tc := range []struct {
 		network  string
 		sameNode bool
@@ -147,7 +151,12 @@ func TestDeploysEachPath(t *testing.T) {
 		{NetNodePort, false}, {NetHairpin, true},
 	} {
 		name := tc.network + map[bool]string{true: "/one-node", false: "/two-nodes"}[tc.sameNode]
-		t.Run(name, func(t *testing.T) { deployOne(t, k, c, tok, tc.network, tc.sameNode) })
+		t.Run(name, func(t *testing.T) {
+			// Deployments live side by side, as the runner's turns keep
+			// them.
+			t.Parallel()
+			deployOne(t, k, c, tok, tc.network, tc.sameNode)
+		})
 	}
 }
 
