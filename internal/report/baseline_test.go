@@ -29,3 +29,23 @@ func TestSwarmModesAgainstTheSwarmsHostNetwork(t *testing.T) {
 		t.Errorf("a case on nodes a and b measured against host mode on this machine: %v", rep.Cases[3].OverheadPct)
 	}
 }
+
+// TestKubernetesModesAgainstHostNetworkPods: a pod path is compared with
+// hostNetwork pods on the same nodes, and neither with a swarm's nor
+// this machine's host mode.
+func TestKubernetesModesAgainstHostNetworkPods(t *testing.T) {
+	nodes := model.Params{Flows: 1, ServerNode: "n1", ClientNode: "n2"}
+	res := &model.RunResult{Cases: []model.CaseResult{
+		okCase(0, "host", nodes, map[string]float64{model.ThroughputBPS: 40e9}),
+		okCase(1, "swarm:host", nodes, map[string]float64{model.ThroughputBPS: 30e9}),
+		okCase(2, "k8s:hostnetwork", nodes, map[string]float64{model.ThroughputBPS: 20e9}),
+		okCase(3, "k8s:service", nodes, map[string]float64{model.ThroughputBPS: 16e9}),
+	}}
+	rep := Build(res)
+	if rep.Cases[2].OverheadPct != nil {
+		t.Errorf("k8s:hostnetwork, the cluster's baseline, has overheads %v", rep.Cases[2].OverheadPct)
+	}
+	if got := rep.Cases[3].OverheadPct[model.ThroughputBPS]; math.Abs(got-20) > 1e-9 {
+		t.Errorf("k8s:service overhead %v, want 20 (against k8s:hostnetwork)", got)
+	}
+}

@@ -36,7 +36,7 @@ var kubeRows = []mode.Descriptor{
 func kubeRow(name, summary string, supports func(string) error) mode.Descriptor {
 	return mode.Descriptor{
 		Name: name, Summary: summary, Family: mode.Cluster,
-		Available: mode.NeedsCluster(KubeSection), Supports: supports, New: newKubeMode,
+		Available: mode.NeedsCluster(KubeSection, "run --kubeconfig FILE"), Supports: supports, New: newKubeMode,
 		Addresses: topo.ExternalAddresses,
 	}
 }
