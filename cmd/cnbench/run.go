@@ -190,11 +190,11 @@ func (f *runFlags) useKubeconfig(spec *scenario.Spec) error {
 		return nil
 	}
 	data, err := inputfile.Read(f.kubeconfig, 16<<20)
-	if err == nil {
-		_, err = clientcmd.Load(data)
-	}
 	if err != nil {
 		return usageError(fmt.Errorf("--kubeconfig: %w", err))
+	}
+	if _, err := clientcmd.Load(data); err != nil {
+		return usageError(fmt.Errorf("--kubeconfig: %s is not a kubeconfig: %w", f.kubeconfig, err))
 	}
 	if spec.Kubernetes == nil {
 		spec.Kubernetes = &scenario.Kubernetes{}

@@ -47,6 +47,11 @@ func (cs *Clusters) get(ctx context.Context, prefix string, open cluster.Opener)
 		return cl, cs.errs[prefix]
 	}
 	cl, err := open(ctx, cs.cfg)
+	if err != nil {
+		// A driver's failed connection may come back as a nil pointer
+		// in the interface, which Close would call.
+		cl = nil
+	}
 	cs.open[prefix], cs.errs[prefix] = cl, err
 	return cl, err
 }
