@@ -105,7 +105,10 @@ func requireLab(t *testing.T) *kubelab.Cluster {
 // leaves by this machine's own routes.
 var dials atomic.Int64
 
-func connect(t *testing.T, c *kubelab.Cluster, image string) *Cluster {
+// connect connects to the lab as a run would; namespace is an existing
+// one to work in, or "" for one of the run's own, which Close deletes
+// (and waits for, some seconds).
+func connect(t *testing.T, c *kubelab.Cluster, image, namespace string) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -113,7 +116,7 @@ func connect(t *testing.T, c *kubelab.Cluster, image string) *Cluster {
 		dials.Add(1)
 		return c.Dial(ctx, network, addr)
 	}
-	k, err := Connect(ctx, Config{Kubeconfig: c.Kubeconfig, Dial: dial, Image: image, ControlPort: DefaultControlPort})
+	k, err := Connect(ctx, Config{Kubeconfig: c.Kubeconfig, Dial: dial, Image: image, ControlPort: DefaultControlPort, Namespace: namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,7 @@ func connect(t *testing.T, c *kubelab.Cluster, image string) *Cluster {
 // dials must be the Service's, not the pod's.
 func TestDeploysEachPath(t *testing.T) {
 	c := requireLab(t)
-	k := connect(t, c, imageOK)
+	k := connect(t, c, imageOK, "default")
 	tok := netns.NewToken()
 	defer func() {
 		if err := k.Close(); err != nil {
@@ -244,7 +247,7 @@ func deployOne(t *testing.T, k *Cluster, c *kubelab.Cluster, tok netns.Token, ne
 // well before the time-out.
 func TestImageThatCannotBePulledFailsAtOnce(t *testing.T) {
 	c := requireLab(t)
-	k := connect(t, c, "cnbench-absent.invalid/cnbench:none")
+	k := connect(t, c, "cnbench-absent.invalid/cnbench:none", "default")
 	defer k.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

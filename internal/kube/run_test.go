@@ -66,7 +66,7 @@ func TestRunMeasuresThroughTheCluster(t *testing.T) {
 	if runTok == nil {
 		t.Fatalf("the controller named no run token:\n%s", out.String())
 	}
-	k := connect(t, c, imageOK)
+	k := connect(t, c, imageOK, "")
 	left, err := k.Leftovers(ctx, netns.Token(runTok[1]))
 	if err != nil || len(left) > 0 {
 		t.Errorf("the run left on the cluster: %v (%v)", left, err)
@@ -113,7 +113,7 @@ func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 	c := requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	k := connect(t, c, imageOK)
+	k := connect(t, c, imageOK, "")
 	// Another run's namespace, which this machine knows nothing of.
 	other := netns.NewToken()
 	if _, err := k.namespace(ctx, other); err != nil {
