@@ -121,7 +121,7 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) 
 // cells come from tableRow.
 var tableHeader = []string{
 	"#", "mode", "topology", "workload", "params", "engine", "status",
-	"result ±95% CI", "p50 µs", "p99 µs", "cpu snd %", "cpu rcv %", "vs host [95% CI]", "verdict",
+	"result ±95% CI", "p50 µs", "p99 µs", "cpu snd %", "cpu rcv %", "vs baseline [95% CI]", "verdict",
 }
 
 // rightAligned marks the numeric columns.
