@@ -4,12 +4,13 @@
 // plugin; kube-proxy in iptables mode), loads cnbench's image into its
 // nodes, and runs `cnbench run --kubeconfig` against it with the k8s:*
 // modes taking turns, so that each path's overhead against the
-// hostNetwork baseline is a paired ratio. What follows -- is passed to
-// the run.
+// hostNetwork baseline is a paired ratio. What follows -- is the run's:
+// a scenario (the built-in suite kubernetes where none is named) and its
+// flags.
 //
 // Run it as root, after `go build -o cnbench ./cmd/cnbench`:
 //
-//	go run ./bench/k8spaths [-cnbench ./cnbench] [-- --samples 5 --duration 2s ...]
+//	go run ./bench/k8spaths [-cnbench ./cnbench] [-- [SCENARIO] [--samples 5 --duration 2s ...]]
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -63,9 +66,13 @@ func run(bin string, extra []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "k8spaths: lab cluster of %d nodes ready with cnbench's image in %s\n", len(lab.Nodes), time.Since(began).Round(time.Millisecond))
-	args := []string{"run", "--kubeconfig", lab.Kubeconfig, "--db", filepath.Join(os.TempDir(), lab.Token.Name("k8spaths")+".db"),
-		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service,k8s:nodeport,k8s:hairpin",
-		"--topologies", "chc,chhc", "--workloads", "tcp_stream,tcp_rr"}
+	// The suite, unless the run names a scenario or its axes.
+	named := (len(extra) > 0 && !strings.HasPrefix(extra[0], "-")) ||
+		slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--modes") })
+	if !named {
+		extra = append([]string{"kubernetes"}, extra...)
+	}
+	args := []string{"run", "--kubeconfig", lab.Kubeconfig, "--db", filepath.Join(os.TempDir(), lab.Token.Name("k8spaths")+".db")}
 	cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -19,13 +19,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,8 +91,7 @@ func dial(cfg Config) (*Cluster, error) {
 	// client-go logs what it recovers from (a forwarded connection the
 	// engine closed) on stderr, between the run's progress lines; what
 	// matters reaches cnbench as errors.
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
+	klog.SetLogger(logr.Discard())
 	if cfg.ControlPort == 0 {
 		cfg.ControlPort = DefaultControlPort
 	}
