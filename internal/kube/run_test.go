@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"cnbench/internal/kubelab"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/store"
@@ -121,28 +122,7 @@ func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 	}
 	defer k.Close()
 
-	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", filepath.Join(t.TempDir(), "r.db"),
-		"--modes", "k8s:pod", "--topologies", "chc", "--workloads", "tcp_stream", "--samples", "100", "--duration", "1s")
-	stdout, err := ctl.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl.Stderr = ctl.Stdout
-	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
-		t.Fatal(err)
-	}
-	tok := awaitToken(t, stdout)
-	// Killed once its pods run: the deployment numbered 1 has a pod.
-	for {
-		left, _ := k.Leftovers(ctx, tok)
-		if slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "pod ") }) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the run's pods never came")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	ctl, tok := startMeasuring(ctx, t, c, k)
 	ctl.Process.Kill()
 	ctl.Wait()
 	left, _ := k.Leftovers(ctx, tok)
@@ -173,6 +153,57 @@ func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 			t.Fatalf("after cleanup the cluster still holds %v (%v)", left, err)
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// TestHungUpRunRemovesItsPods ends a run with SIGHUP (its terminal went
+// away) while its pods measure: it exits with 129, and what it made on
+// the cluster is gone by then, with no cleanup.
+func TestHungUpRunRemovesItsPods(t *testing.T) {
+	c := requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k := connect(t, c, imageOK, "default")
+	ctl, tok := startMeasuring(ctx, t, c, k)
+	began := time.Now()
+	ctl.Process.Signal(syscall.SIGHUP)
+	err := ctl.Wait()
+	t.Logf("exited %v after %s", err, time.Since(began).Round(time.Millisecond))
+	if code := ctl.ProcessState.ExitCode(); code != 128+int(syscall.SIGHUP) {
+		t.Errorf("exit code %d, want %d", code, 128+int(syscall.SIGHUP))
+	}
+	left, err := k.Leftovers(ctx, tok)
+	if err != nil || len(left) > 0 {
+		t.Errorf("the hung-up run left on the cluster: %v (%v)", left, err)
+	}
+}
+
+// startMeasuring starts a long run on the lab and returns once its pods
+// exist, with its token.
+func startMeasuring(ctx context.Context, t *testing.T, c *kubelab.Cluster, k *Cluster) (*exec.Cmd, netns.Token) {
+	t.Helper()
+	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", filepath.Join(t.TempDir(), "r.db"),
+		"--modes", "k8s:pod", "--topologies", "chc", "--workloads", "tcp_stream", "--samples", "100", "--duration", "1s")
+	stdout, err := ctl.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl.Stderr = ctl.Stdout
+	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
+		t.Fatal(err)
+	}
+	tok := awaitToken(t, stdout)
+	// The deployment numbered 1 has a pod once the run measures.
+	for {
+		left, _ := k.Leftovers(ctx, tok)
+		if slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "pod ") }) {
+			return ctl, tok
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the run's pods never came")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
