@@ -99,6 +99,13 @@ type Endpoint struct {
 	Netns string
 }
 
+// Refuser is a deployment on whose paths some workloads cannot run.
+type Refuser interface {
+	// Refuses says why workload cannot run on the deployment's path, or
+	// returns nil if it can.
+	Refuses(workload string) error
+}
+
 // Publisher is a deployment that puts a server's ports behind something
 // of the cluster's own (a Service) that clients dial instead of the
 // server's address. Like a published container's, the ports are fixed

@@ -64,6 +64,7 @@ type Deployment struct {
 
 var _ cluster.Deployment = (*Deployment)(nil)
 var _ cluster.Publisher = (*Deployment)(nil)
+var _ cluster.Refuser = (*Deployment)(nil)
 
 // Endpoints are the deployed pods; each one's agent answers at a port
 // forwarded on this machine's loopback.

@@ -19,6 +19,15 @@ import (
 // endpoints published and the nodes' proxies programmed.
 const serviceLimit = time.Minute
 
+// Refuses ping where the client dials a Service: a ClusterIP answers no
+// echo, and a NodePort's node answers it itself, not the server's pod.
+func (d *Deployment) Refuses(workload string) error {
+	if workload == "ping" && d.network != NetPod && d.network != NetHostNetwork {
+		return fmt.Errorf("ping on k8s:%s: a Service forwards TCP and UDP; its address answers no echo, or the node does in the pod's stead", d.network)
+	}
+	return nil
+}
+
 // Publish puts a Service in front of ports of role's pod, for the modes
 // whose clients dial one, and returns what they dial, one per port.
 func (d *Deployment) Publish(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error) {

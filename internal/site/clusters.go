@@ -134,6 +134,9 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 			return nil, err
 		}
 		r.node = ep.Node
+		if rf, ok := dep.(cluster.Refuser); ok {
+			r.refuses = rf.Refuses
+		}
 		if ep.Netns != "" {
 			r.netns = "cluster/" + ep.Netns
 		}

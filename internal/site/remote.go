@@ -25,6 +25,9 @@ type Remote struct {
 	// netns names the network namespace the endpoint shares with another
 	// of its path, whose counters count once; empty for its own.
 	netns string
+	// refuses says why a workload cannot run on the path, beyond what
+	// any agent refuses; nil where nothing more is refused.
+	refuses func(workload string) error
 	// node names the machine where that is not the agent's host name (a
 	// container's is its own), so that two endpoints on one node read
 	// its CPU time once.
@@ -66,11 +69,17 @@ func (s *Remote) Refuses(workload string) error {
 	if !slices.Contains(remoteWorkloads, workload) {
 		return fmt.Errorf("%w: %s on endpoints placed by agents: they run %s", ErrCannotRun, workload, strings.Join(remoteWorkloads, ", "))
 	}
+	if s.refuses != nil {
+		if err := s.refuses(workload); err != nil {
+			return fmt.Errorf("%w: %v", ErrCannotRun, err)
+		}
+	}
 	return nil
 }
 
-// remoteWorkloads are the workloads endpoints placed by agents run.
-var remoteWorkloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_rr"}
+// remoteWorkloads are the workloads endpoints placed by agents run: the
+// native engine's, whose echo is its own too.
+var remoteWorkloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_rr", "ping"}
 
 // Start refuses: agents start only cnbench's own engine.
 func (s *Remote) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) {
