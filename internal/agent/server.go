@@ -512,6 +512,22 @@ func lineSender(w http.ResponseWriter) (send func([]byte) error, finish func()) 
 	return send, finish
 }
 
+// parseTarget reads a run's target: an address and port, or an address
+// alone (an echo's); a target that is neither is refused, so that none
+// passes unchecked.
+func parseTarget(target string) (netip.AddrPort, error) {
+	if target == "" {
+		return netip.AddrPort{}, nil
+	}
+	if ap, err := netip.ParseAddrPort(target); err == nil {
+		return ap, nil
+	}
+	if a, err := netip.ParseAddr(target); err == nil {
+		return netip.AddrPortFrom(a, 0), nil
+	}
+	return netip.AddrPort{}, refused("target %q is neither an address nor an address and port", target)
+}
+
 // vetEngineLine returns nil if the line may go to the engine, or the
 // error response the controller gets instead.
 func vetEngineLine(line []byte, ep *endpoint) []byte {
@@ -522,9 +538,11 @@ func vetEngineLine(line []byte, ep *endpoint) []byte {
 		case engine.OpListen:
 			el.listenAddr, _ = netip.ParseAddr(req.Addr)
 		case engine.OpRun, engine.OpConnect:
-			el.target, _ = netip.ParseAddrPort(req.Target)
+			el.target, err = parseTarget(req.Target)
 		}
-		err = checkEngineLine(el, ep.ep, ep.peers)
+		if err == nil {
+			err = checkEngineLine(el, ep.ep, ep.peers)
+		}
 	}
 	if err == nil {
 		return nil
