@@ -38,13 +38,7 @@ func (p *parser) kubernetes(fd field) *Kubernetes {
 		}
 	}
 	k.Context, k.Namespace, k.Image = text("context"), text("namespace"), text("image")
-	if port := text("control_port"); port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n+2*cluster.SideBySide > 65535 {
-			p.report(f["control_port"].value, f["control_port"].path, fmt.Sprintf("control_port %q out of range 1..%d", port, 65535-2*cluster.SideBySide))
-		}
-		k.ControlPort = n
-	}
+	k.ControlPort = p.controlPort(f, 65535-2*cluster.SideBySide)
 	if nf, ok := f["nodes"]; ok {
 		for _, it := range p.items(nf.value, nf.path) {
 			if v, ok := p.scalar(it, "a node's name"); ok {
@@ -94,6 +88,20 @@ func (p *parser) text(f map[string]field, key string) string {
 	}
 	v, _ := p.scalar(item{hf.value, hf.path}, "a text")
 	return v
+}
+
+// controlPort reads a cluster section's control_port, 0 where absent,
+// reporting one outside 1..highest.
+func (p *parser) controlPort(f map[string]field, highest int) int {
+	port := p.text(f, "control_port")
+	if port == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > highest {
+		p.report(f["control_port"].value, f["control_port"].path, fmt.Sprintf("control_port %q out of range 1..%d", port, highest))
+	}
+	return n
 }
 
 // labels reads a mapping of label keys to values.

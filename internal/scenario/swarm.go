@@ -3,7 +3,6 @@ package scenario
 import (
 	"cnbench/internal/cluster"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -24,14 +23,7 @@ func (p *parser) swarm(fd field) *Swarm {
 	}
 	f := p.fields(fd.value, fd.path, swarmKeys)
 	s := &Swarm{}
-	text := func(key string) string {
-		hf, ok := f[key]
-		if !ok || isNull(hf.value) {
-			return ""
-		}
-		v, _ := p.scalar(item{hf.value, hf.path}, "a text")
-		return v
-	}
+	text := func(key string) string { return p.text(f, key) }
 	s.Manager = text("manager")
 	switch {
 	case s.Manager == "":
@@ -50,13 +42,7 @@ func (p *parser) swarm(fd field) *Swarm {
 		}
 	}
 	s.Image = text("image")
-	if port := text("control_port"); port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65000 {
-			p.report(f["control_port"].value, f["control_port"].path, fmt.Sprintf("control_port %q out of range 1..65000", port))
-		}
-		s.ControlPort = n
-	}
+	s.ControlPort = p.controlPort(f, 65000)
 	nf, ok := f["nodes"]
 	if !ok || isNull(nf.value) {
 		p.report(fd.value, joinPath(fd.path, "nodes"), "missing; one node (within one node only) or two")
