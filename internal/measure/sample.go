@@ -69,10 +69,8 @@ func read(p *site.Path) (reading, error) {
 			if rd.Machine == nil || rd.Guest {
 				here = true
 			}
-			if rd.Machine != nil && (rd.Guest || rd.Machine.Busy == 0) {
-				r.whole = false
-			}
 			if rd.Machine != nil {
+				r.whole = r.whole && !rd.Guest && rd.Machine.Busy > 0
 				key := cmp.Or(rd.Kernel, strings.ToLower(rd.Host))
 				machines[key] = *rd.Machine
 				guests[key] = rd.Guest

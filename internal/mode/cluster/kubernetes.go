@@ -26,10 +26,10 @@ const KubePrefix = "k8s:"
 const KubeSection = "kubernetes"
 
 var kubeRows = []mode.Descriptor{
-	kubeRow(KubeHostNetwork, "engines in hostNetwork pods on a Kubernetes cluster's nodes: the cluster's baseline", bothTopologies),
-	kubeRow(KubePod, "engines in pods on a Kubernetes cluster, the client dialing the server pod's IP over the cluster's CNI", bothTopologies),
-	kubeRow(KubeService, "engines in pods on a Kubernetes cluster, the client dialing the server's ClusterIP Service (kube-proxy)", bothTopologies),
-	kubeRow(KubeNodePort, "engines in pods on a Kubernetes cluster, the client dialing the server's node at a NodePort Service", bothTopologies),
+	kubeRow(KubeHostNetwork, "engines in hostNetwork pods on a Kubernetes cluster's nodes: the cluster's baseline", oneOrTwoNodes("a cluster")),
+	kubeRow(KubePod, "engines in pods on a Kubernetes cluster, the client dialing the server pod's IP over the cluster's CNI", oneOrTwoNodes("a cluster")),
+	kubeRow(KubeService, "engines in pods on a Kubernetes cluster, the client dialing the server's ClusterIP Service (kube-proxy)", oneOrTwoNodes("a cluster")),
+	kubeRow(KubeNodePort, "engines in pods on a Kubernetes cluster, the client dialing the server's node at a NodePort Service", oneOrTwoNodes("a cluster")),
 	kubeRow(KubeHairpin, "server and client in one pod on a Kubernetes cluster, the client reaching its own pod through its ClusterIP Service", onePod),
 }
 
@@ -39,13 +39,6 @@ func kubeRow(name, summary string, supports func(string) error) mode.Descriptor 
 		Available: mode.NeedsCluster(KubeSection, "run --kubeconfig FILE"), Supports: supports, New: newKubeMode,
 		Addresses: topo.ExternalAddresses,
 	}
-}
-
-func bothTopologies(topology string) error {
-	if topology != topo.CHC && topology != topo.CHHC {
-		return mode.NotApplicable("a cluster gives one node (chc) or two (chhc), no router between segments")
-	}
-	return nil
 }
 
 func onePod(topology string) error {

@@ -32,16 +32,20 @@ var Rows = append([]mode.Descriptor{
 func swarmRow(name, summary string) mode.Descriptor {
 	return mode.Descriptor{
 		Name: name, Summary: summary, Family: mode.Cluster,
-		Available: mode.NeedsCluster("swarm"), Supports: swarmSupports, New: newSwarmMode,
+		Available: mode.NeedsCluster("swarm"), Supports: oneOrTwoNodes("a swarm"), New: newSwarmMode,
 		Addresses: topo.ExternalAddresses,
 	}
 }
 
-func swarmSupports(topology string) error {
-	if topology != topo.CHC && topology != topo.CHHC {
-		return mode.NotApplicable("a swarm gives one node (chc) or two (chhc), no router between segments")
+// oneOrTwoNodes is the Supports of modes on a cluster, named by what,
+// which gives one node (chc) or two (chhc).
+func oneOrTwoNodes(what string) func(topology string) error {
+	return func(topology string) error {
+		if topology != topo.CHC && topology != topo.CHHC {
+			return mode.NotApplicable("%s gives one node (chc) or two (chhc), no router between segments", what)
+		}
+		return nil
 	}
-	return nil
 }
 
 // swarmMode is what a swarm mode would build on emulated hosts: nothing.
