@@ -29,8 +29,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -57,9 +59,11 @@ type Node struct {
 
 // Cluster is a connection to a Kubernetes API server.
 type Cluster struct {
-	cfg   Config
-	rest  *rest.Config
-	cs    kubernetes.Interface
+	cfg  Config
+	rest *rest.Config
+	cs   kubernetes.Interface
+	// meta reads and deletes objects of any kind by their metadata alone.
+	meta  metadata.Interface
 	Nodes []Node
 	// ns is the namespace objects go in; owned when cnbench created it.
 	ns    string
@@ -123,7 +127,11 @@ func dial(cfg Config) (*Cluster, error) {
 	if _, err := dc.ServerVersion(); err != nil {
 		return nil, fmt.Errorf("kubernetes: API server %s: %w", rc.Host, err)
 	}
-	return &Cluster{cfg: cfg, rest: rc, cs: cs, ns: cfg.Namespace}, nil
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	return &Cluster{cfg: cfg, rest: rc, cs: cs, meta: meta, ns: cfg.Namespace}, nil
 }
 
 // findNodes takes the configured nodes, or else chooses up to two.
@@ -251,17 +259,10 @@ func (c *Cluster) Close() error {
 	if err != nil {
 		return fmt.Errorf("kubernetes: delete namespace %s: %w", c.ns, err)
 	}
-	for {
+	return awaitGone(ctx, "namespace "+c.ns, func(ctx context.Context) error {
 		_, err := c.cs.CoreV1().Namespaces().Get(ctx, c.ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kubernetes: namespace %s still terminating: %w", c.ns, errors.Join(err, ctx.Err()))
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // Leftovers lists what of run tok still exists on the cluster.
@@ -274,9 +275,22 @@ func (c *Cluster) Leftovers(ctx context.Context, tok netns.Token) ([]string, err
 	return out, err
 }
 
+// kinds are the kinds of object cnbench creates on a cluster, namespaces
+// first.
+var kinds = []struct {
+	name string
+	gvr  schema.GroupVersionResource
+}{
+	{"namespace", corev1.SchemeGroupVersion.WithResource("namespaces")},
+	{"pod", corev1.SchemeGroupVersion.WithResource("pods")},
+	{"service", corev1.SchemeGroupVersion.WithResource("services")},
+	{"secret", corev1.SchemeGroupVersion.WithResource("secrets")},
+}
+
 // object is something cnbench created on a cluster.
 type object struct {
 	kind, namespace, name string
+	gvr                   schema.GroupVersionResource
 	token                 netns.Token
 }
 
@@ -287,47 +301,22 @@ func (o object) String() string {
 	return o.kind + " " + o.namespace + "/" + o.name
 }
 
-// labelled lists the namespaces, pods, Services and Secrets that carry
-// selector, namespaces first.
+// labelled lists the objects of every kind that carry selector, in every
+// namespace, namespaces first.
 func (c *Cluster) labelled(ctx context.Context, selector string) ([]object, error) {
-	sel := metav1.ListOptions{LabelSelector: selector}
-	core := c.cs.CoreV1()
 	var out []object
-	add := func(kind string, meta []metav1.ObjectMeta) {
-		for _, m := range meta {
-			out = append(out, object{kind: kind, namespace: m.Namespace, name: m.Name, token: netns.Token(m.Labels[TokenLabel])})
+	var errs []error
+	for _, k := range kinds {
+		l, err := c.meta.Resource(k.gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %ss: %w", k.name, err))
+			continue
+		}
+		for _, m := range l.Items {
+			out = append(out, object{kind: k.name, namespace: m.Namespace, name: m.Name, gvr: k.gvr, token: netns.Token(m.Labels[TokenLabel])})
 		}
 	}
-	var errs []error
-	if l, err := core.Namespaces().List(ctx, sel); err == nil {
-		add("namespace", metas(l.Items, func(x corev1.Namespace) metav1.ObjectMeta { return x.ObjectMeta }))
-	} else {
-		errs = append(errs, err)
-	}
-	if l, err := core.Pods(metav1.NamespaceAll).List(ctx, sel); err == nil {
-		add("pod", metas(l.Items, func(x corev1.Pod) metav1.ObjectMeta { return x.ObjectMeta }))
-	} else {
-		errs = append(errs, err)
-	}
-	if l, err := core.Services(metav1.NamespaceAll).List(ctx, sel); err == nil {
-		add("service", metas(l.Items, func(x corev1.Service) metav1.ObjectMeta { return x.ObjectMeta }))
-	} else {
-		errs = append(errs, err)
-	}
-	if l, err := core.Secrets(metav1.NamespaceAll).List(ctx, sel); err == nil {
-		add("secret", metas(l.Items, func(x corev1.Secret) metav1.ObjectMeta { return x.ObjectMeta }))
-	} else {
-		errs = append(errs, err)
-	}
 	return out, errors.Join(errs...)
-}
-
-func metas[T any](items []T, meta func(T) metav1.ObjectMeta) []metav1.ObjectMeta {
-	out := make([]metav1.ObjectMeta, len(items))
-	for i, x := range items {
-		out[i] = meta(x)
-	}
-	return out
 }
 
 // unsupported is a skip: what the cluster cannot give.

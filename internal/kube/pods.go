@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,14 +112,23 @@ func (c *Cluster) lastWarning(ns, name string) string {
 
 // waitGone waits until a deleted pod no longer exists.
 func (c *Cluster) waitGone(ctx context.Context, ns, name string) error {
-	for {
+	return awaitGone(ctx, "pod "+name, func(ctx context.Context) error {
 		_, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+}
+
+// awaitGone reads a deleted object with get until the cluster no longer
+// finds it: deletion returns while a pod stops or a namespace empties.
+func awaitGone(ctx context.Context, what string, get func(context.Context) error) error {
+	for {
+		err := get(ctx)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kubernetes: pod %s still there: %w", name, ctx.Err())
+			return fmt.Errorf("kubernetes: %s still there: %w", what, errors.Join(err, ctx.Err()))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -63,17 +63,14 @@ func Sweep(ctx context.Context, cfg Config, dead func(netns.Token) (bool, string
 //
 // Equivalent to: kubectl delete KIND NAME [-n NAMESPACE] [--grace-period 0]
 func (c *Cluster) delete(ctx context.Context, o object) error {
-	core := c.cs.CoreV1()
-	switch o.kind {
-	case "namespace":
-		return core.Namespaces().Delete(ctx, o.name, metav1.DeleteOptions{})
-	case "pod":
+	var opts metav1.DeleteOptions
+	if o.kind == "pod" {
 		zero := int64(0)
-		return core.Pods(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	case "service":
-		return core.Services(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{})
-	case "secret":
-		return core.Secrets(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{})
+		opts.GracePeriodSeconds = &zero
 	}
-	return fmt.Errorf("no such kind %q", o.kind)
+	r := c.meta.Resource(o.gvr)
+	if o.namespace == "" {
+		return r.Delete(ctx, o.name, opts)
+	}
+	return r.Namespace(o.namespace).Delete(ctx, o.name, opts)
 }
