@@ -70,7 +70,7 @@ func removeTree(root string, limit time.Duration) error {
 		})
 		var last error
 		for i := len(dirs) - 1; i >= 0; i-- {
-			for _, pid := range cgroupPIDs(dirs[i]) {
+			for _, pid := range CgroupPIDs(dirs[i]) {
 				if pid != os.Getpid() {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}

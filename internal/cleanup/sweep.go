@@ -119,7 +119,7 @@ func (l leftovers) killProcesses(dead map[netns.Token]bool, r *Removed) {
 	pids := map[int]string{}
 	for _, c := range l.cgroups {
 		if dead[netns.TokenOf(c)] {
-			for _, pid := range cgroupPIDs(filepath.Join(l.hier.Root, c)) {
+			for _, pid := range CgroupPIDs(filepath.Join(l.hier.Root, c)) {
 				pids[pid] = "cgroup " + c
 			}
 		}
@@ -206,7 +206,7 @@ func removeCgroup(hier cpu.Hierarchy, name string, limit time.Duration) error {
 		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
 			return err
 		}
-		for _, pid := range cgroupPIDs(filepath.Join(hier.Root, name)) {
+		for _, pid := range CgroupPIDs(filepath.Join(hier.Root, name)) {
 			if pid != os.Getpid() {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
@@ -215,7 +215,9 @@ func removeCgroup(hier cpu.Hierarchy, name string, limit time.Duration) error {
 	}
 }
 
-func cgroupPIDs(dir string) []int {
+// CgroupPIDs lists the processes in the cgroup at dir, none where it
+// cannot be read.
+func CgroupPIDs(dir string) []int {
 	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"cnbench/internal/cleanup"
@@ -80,7 +80,7 @@ func makeCgroup(m cpu.Mount, dir string) error {
 		}
 		return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(enable, " ")), 0o644)
 	}
-	if !hasController(m.Options, "cpuset") {
+	if !slices.Contains(strings.Split(m.Options, ","), "cpuset") {
 		return nil
 	}
 	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
@@ -93,15 +93,6 @@ func makeCgroup(m cpu.Mount, dir string) error {
 		}
 	}
 	return nil
-}
-
-func hasController(opts, want string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == want {
-			return true
-		}
-	}
-	return false
 }
 
 // removeCgroups removes the lab's cgroups in every hierarchy, killing
@@ -119,14 +110,8 @@ func cgroupPIDs(tok netns.Token) []int {
 	var pids []int
 	for _, m := range mounts {
 		_ = filepath.WalkDir(filepath.Join(m.Point, cgroupName(tok)), func(p string, e fs.DirEntry, err error) error {
-			if err != nil || !e.IsDir() {
-				return nil
-			}
-			data, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, pid)
-				}
+			if err == nil && e.IsDir() {
+				pids = append(pids, cleanup.CgroupPIDs(p)...)
 			}
 			return nil
 		})
