@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -32,43 +33,56 @@ func TestRunMeasuresThroughTheCluster(t *testing.T) {
 	c := requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	db := filepath.Join(t.TempDir(), "r.db")
-	var out bytes.Buffer
-	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", db,
-		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chhc", "--workloads", "tcp_stream,udp_rr,ping",
+	res, out := runOnLab(ctx, t, c, "--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chhc", "--workloads", "tcp_stream,udp_rr,ping",
 		"--samples", "2", "--duration", "500ms", "--warmup", "200ms")
-	ctl.Stdout, ctl.Stderr = &out, &out
-	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	// The controller runs where the kubeconfig's API server answers: in
-	// the control plane's namespace, as on a machine of the cluster.
-	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
-		t.Fatal(err)
-	}
-	if err := ctl.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	t.Logf("controller:\n%s", out.String())
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(1)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Logf("controller:\n%s", out)
 	if len(res.Cases) != 9 {
 		t.Fatalf("%d cases, want three modes, each with three workloads", len(res.Cases))
 	}
 	for _, cs := range res.Cases {
 		checkCase(t, cs)
 	}
-	runTok := regexp.MustCompile(`cases, token ([0-9a-f]{4})`).FindStringSubmatch(out.String())
-	if runTok == nil {
-		t.Fatalf("the controller named no run token:\n%s", out.String())
+	checkNothingLeft(ctx, t, c, out)
+}
+
+// runOnLab runs cnbench run with args on the lab's cluster and returns
+// the stored run and what the controller printed. The controller runs
+// where the kubeconfig's API server answers: in the control plane's
+// namespace, as on a machine of the cluster.
+func runOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, args ...string) (*model.RunResult, string) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "r.db")
+	var out bytes.Buffer
+	ctl := exec.CommandContext(ctx, binary, append([]string{"run", "--kubeconfig", c.Kubeconfig, "--db", db}, args...)...)
+	ctl.Stdout, ctl.Stderr = &out, &out
+	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
+		t.Fatal(err)
 	}
-	k := connect(t, c, imageOK, "")
-	left, err := k.Leftovers(ctx, netns.Token(runTok[1]))
+	if err := ctl.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := st.LoadRun(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out.String()
+}
+
+// checkNothingLeft fails the test if the run whose controller printed out
+// left anything on the cluster.
+func checkNothingLeft(ctx context.Context, t *testing.T, c *kubelab.Cluster, out string) {
+	t.Helper()
+	runTok := regexp.MustCompile(`cases, token ([0-9a-f]{4})`).FindStringSubmatch(out)
+	if runTok == nil {
+		t.Fatalf("the controller named no run token:\n%s", out)
+	}
+	left, err := connect(t, c, imageOK, "").Leftovers(ctx, netns.Token(runTok[1]))
 	if err != nil || len(left) > 0 {
 		t.Errorf("the run left on the cluster: %v (%v)", left, err)
 	}
@@ -233,4 +247,30 @@ func awaitToken(t *testing.T, r io.Reader) netns.Token {
 	}
 	t.Fatalf("the run named no token:\n%s", strings.Join(seen, "\n"))
 	return ""
+}
+
+// TestFanInPlacesAPodPerClient runs a fan-in of three clients on one node
+// pod to pod and through a Service, as a TCP stream and as udp_max_rate's
+// search: each client is a pod of its own, all three measure (the
+// throughput is three times the mean per client, which the engines'
+// per-client results make), and the run leaves nothing.
+func TestFanInPlacesAPodPerClient(t *testing.T) {
+	c := requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, out := runOnLab(ctx, t, c, "--modes", "k8s:pod,k8s:service", "--topologies", "chc", "--workloads", "tcp_stream,udp_max_rate",
+		"--pattern", "fan_in", "--clients", "3", "--samples", "1", "--duration", "500ms", "--warmup", "200ms")
+	if len(res.Cases) != 4 {
+		t.Fatalf("%d cases, want two modes, each with two workloads:\n%s", len(res.Cases), out)
+	}
+	for _, cs := range res.Cases {
+		checkCase(t, cs)
+		for _, s := range cs.Samples {
+			total, each := s.Values[model.ThroughputBPS], s.Values[model.ThroughputPerEndpointBPS]
+			if each <= 0 || math.Abs(total/each-3) > 1e-6 {
+				t.Errorf("%s: %.4g bit/s over %.4g per client: want three clients' results", cs.Key, total, each)
+			}
+		}
+	}
+	checkNothingLeft(ctx, t, c, out)
 }

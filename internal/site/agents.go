@@ -103,6 +103,10 @@ func (a *Agents) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (
 	if err := remoteCase(c, "agents"); err != nil {
 		return nil, err
 	}
+	if servers, clients := c.Params.Endpoints(); servers != 1 || clients != 1 {
+		return nil, fmt.Errorf("%w: %d endpoints across agents (servers: %d, clients: %d): each agent's host holds one endpoint, the server on h1 and the client on h2",
+			mode.ErrUnsupported, servers+clients, servers, clients)
+	}
 	var sessions []*agent.Session
 	closeAll := func() error {
 		var errs []error
@@ -129,7 +133,7 @@ func (a *Agents) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (
 		}
 		sites = append(sites, r)
 	}
-	return remotePath(ctx, sites[0], sites[1], closeAll), nil
+	return remotePath(ctx, sites[0], sites[1:], closeAll), nil
 }
 
 // openHost opens a session on host h<index>'s agent and builds the host
@@ -165,12 +169,16 @@ func remoteCase(c *model.Case, where string) error {
 	return nil
 }
 
-// remotePath is the path of one remote server and one remote client.
-func remotePath(ctx context.Context, server, client *Remote, closeAll func() error) *Path {
-	return &Path{
-		Servers: []Site{server}, Clients: []Site{client}, ServerOf: []int{0},
-		ServerNode: server.Host(), ClientNode: client.Host(),
+// remotePath is the path of one remote server and its remote clients.
+func remotePath(ctx context.Context, server *Remote, clients []*Remote, closeAll func() error) *Path {
+	pa := &Path{
+		Servers: []Site{server}, ServerOf: make([]int, len(clients)),
+		ServerNode: server.Host(), ClientNode: clients[0].Host(),
 		expose: func(_ Site, port int) (netip.AddrPort, error) { return server.Expose(ctx, port) },
 		close:  closeAll,
 	}
+	for _, c := range clients {
+		pa.Clients = append(pa.Clients, c)
+	}
+	return pa
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
 	"cnbench/internal/agent"
 	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cluster"
+	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
@@ -91,7 +93,11 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 	if cl == nil {
 		return nil, plan.Mode.Available()
 	}
-	dep, err := cl.Deploy(ctx, cs.token, c.Mode[len(prefix):], []string{"s1", "c1"}, c.Topology == topo.CHC)
+	roles, err := clusterRoles(c.Params)
+	if err != nil {
+		return nil, err
+	}
+	dep, err := cl.Deploy(ctx, cs.token, c.Mode[len(prefix):], roles, c.Topology == topo.CHC)
 	if err != nil {
 		return nil, err
 	}
@@ -142,13 +148,31 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 		}
 		sites = append(sites, r)
 	}
-	pa = remotePath(ctx, sites[0], sites[1], closeAll)
+	pa = remotePath(ctx, sites[0], sites[1:], closeAll)
 	pa.Published = published
 	if pub != nil {
 		pa.expose = func(_ Site, port int) (netip.AddrPort, error) { return pub.Expose(ctx, eps[0].Role, port) }
 	}
 	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[1].Node
 	return pa, nil
+}
+
+// clusterRoles names a case's endpoints on a cluster: its server s1 and
+// clients c1..cM, which a deployment puts on the first node and, unless
+// in chc, on the second. A pattern of several servers is not placed:
+// hostNetwork servers on one node would share its ports, and each would
+// need a Service of its own.
+func clusterRoles(p model.Params) ([]string, error) {
+	servers, clients := p.Endpoints()
+	if servers != 1 {
+		return nil, fmt.Errorf("%w: %d servers on a cluster: a case there has one server (patterns fan_in and containers_x_flows, or pairs of one client)",
+			mode.ErrUnsupported, servers)
+	}
+	roles := []string{"s1"}
+	for i := range clients {
+		roles = append(roles, "c"+strconv.Itoa(i+1))
+	}
+	return roles, nil
 }
 
 // openWhenUp opens a session on an agent that may still be starting: a

@@ -2,6 +2,7 @@ package site
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +10,10 @@ import (
 
 	"cnbench/internal/cluster"
 	_ "cnbench/internal/kube"
+	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/topo"
 )
 
 // TestUnreachableClusterFailsItsCases names a cluster whose API server
@@ -39,5 +42,48 @@ current-context: x
 		if err == nil || !strings.Contains(err.Error(), "API server https://127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") {
 			t.Errorf("%s: got %v, want the API server's refusal", m, err)
 		}
+	}
+}
+
+// TestClusterCasesHaveOneServer names the endpoints a cluster deploys for
+// each pattern: one server and the pattern's clients, or, for patterns of
+// several servers, a skip that says why (they were once deployed as one
+// pair and measured under the pattern's name).
+func TestClusterCasesHaveOneServer(t *testing.T) {
+	for _, tc := range []struct {
+		p    model.Params
+		want string
+	}{
+		{model.Params{}, "s1 c1"},
+		{model.Params{Pattern: model.PatternFanIn, Clients: 3}, "s1 c1 c2 c3"},
+		{model.Params{Pattern: model.PatternContainersXFlows, Clients: 2, Flows: 4}, "s1 c1 c2"},
+		{model.Params{Pattern: model.PatternPairs, Clients: 2}, "2 servers"},
+		{model.Params{Pattern: model.PatternNToM, Servers: 2, Clients: 4}, "2 servers"},
+		{model.Params{Pattern: model.PatternAllToAll, Clients: 3}, "3 servers"},
+	} {
+		roles, err := clusterRoles(tc.p)
+		got := strings.Join(roles, " ")
+		if err != nil {
+			if !errors.Is(err, mode.ErrUnsupported) {
+				t.Errorf("%+v: %v, want a skip (mode.ErrUnsupported)", tc.p, err)
+			}
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestAgentsRefuseManyEndpoints has the agents' placer skip a pattern of
+// several endpoints, saying why, before it dials any agent (an address
+// where none listens): it once placed one pair under the pattern's name.
+func TestAgentsRefuseManyEndpoints(t *testing.T) {
+	a := NewAgents([]AgentHost{{Name: "h1", Addr: "127.0.0.1:1"}, {Name: "h2", Addr: "127.0.0.1:1"}})
+	c := &model.Case{Mode: "bridge", Topology: topo.CHHC, Engine: "native",
+		Params: model.Params{Pattern: model.PatternFanIn, Clients: 4}}
+	_, err := a.Place(context.Background(), c, Plan{}, nil)
+	if !errors.Is(err, mode.ErrUnsupported) || !strings.Contains(err.Error(), "5 endpoints across agents (servers: 1, clients: 4)") {
+		t.Errorf("fan_in of 4 across agents: %v; want a skip naming the endpoints", err)
 	}
 }

@@ -85,10 +85,11 @@ const SharedEnginesFrom = 16
 
 // shareEngines resolves a native case that leaves its engine processes
 // to the machine: per host from SharedEnginesFrom endpoints on a side,
-// except tcp_crr, whose flows connect anew from their own endpoint.
+// except tcp_crr, whose flows connect anew from their own endpoint, and
+// on a cluster, where each endpoint is a container with its own engine.
 func shareEngines(c *model.Case) {
 	p := &c.Params
-	if c.Engine != "native" || p.Engines != "" || c.Workload == workload.TCPCRR {
+	if c.Engine != "native" || p.Engines != "" || c.Workload == workload.TCPCRR || OnCluster(c) {
 		return
 	}
 	if servers, clients := p.Endpoints(); max(servers, clients) >= SharedEnginesFrom {

@@ -79,7 +79,7 @@ func (s *Remote) Refuses(workload string) error {
 
 // remoteWorkloads are the workloads endpoints placed by agents run: the
 // native engine's, whose echo is its own too.
-var remoteWorkloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_rr", "ping"}
+var remoteWorkloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_max_rate", "udp_rr", "ping"}
 
 // Start refuses: agents start only cnbench's own engine.
 func (s *Remote) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) {
