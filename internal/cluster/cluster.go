@@ -133,12 +133,13 @@ type Deployment interface {
 // Cluster deploys endpoints on one cluster.
 type Cluster interface {
 	// Deploy places one endpoint per role on network (what follows the
-	// mode's prefix, such as "overlay"), all on one node if sameNode, or
-	// else each on a node of its own. A cluster that cannot is a skip:
-	// the error wraps mode.ErrUnsupported.
+	// mode's prefix, such as "overlay"): the first servers roles on the
+	// first node and the others (the clients) on the second, or all on
+	// one node if sameNode. A cluster that cannot is a skip: the error
+	// wraps mode.ErrUnsupported.
 	// Deployments may live side by side: the runner pairs modes by
 	// keeping one case's endpoints while another's take their turn.
-	Deploy(ctx context.Context, tok netns.Token, network string, roles []string, sameNode bool) (Deployment, error)
+	Deploy(ctx context.Context, tok netns.Token, network string, roles []string, servers int, sameNode bool) (Deployment, error)
 	Close() error
 }
 

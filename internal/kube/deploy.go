@@ -54,12 +54,19 @@ type Deployment struct {
 	forwards []func()
 
 	mu sync.Mutex
-	// service is the Service in front of the server, for the modes that
-	// have one; fronts are what clients dial for each published port, and
-	// reached the ports a client has connected through.
-	service string
-	fronts  map[int]netip.AddrPort
-	reached map[int]bool
+	// services are the Services in front of the servers, by role, for the
+	// modes that have them; fronts are what clients dial for each
+	// published port of a server, and reached what a client has connected
+	// through.
+	services map[string]string
+	fronts   map[front]netip.AddrPort
+	reached  map[front]bool
+}
+
+// front is a published port of one server.
+type front struct {
+	role string
+	port int
 }
 
 var _ cluster.Deployment = (*Deployment)(nil)
@@ -74,15 +81,18 @@ func (d *Deployment) Endpoints() []cluster.Endpoint { return d.eps }
 func (d *Deployment) ClientTLS(serverName string) *tls.Config { return d.pki.ClientTLS(serverName) }
 
 // Deploy starts one pod per role (one pod for all, for hairpin) on
-// network, the first role on the first node and the others on the
-// second unless sameNode, waits until each agent answers, and forwards
-// a port on this machine's loopback to each.
-func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, roles []string, sameNode bool) (_ cluster.Deployment, err error) {
+// network, the servers' on the first node and the others on the second
+// unless sameNode, waits until each agent answers, and forwards a port on
+// this machine's loopback to each.
+func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, roles []string, servers int, sameNode bool) (_ cluster.Deployment, err error) {
 	switch network {
 	case NetHostNetwork, NetPod, NetService, NetNodePort:
 	case NetHairpin:
 		if !sameNode {
 			return nil, unsupported("hairpin is one pod, on one node")
+		}
+		if servers > 1 {
+			return nil, unsupported("hairpin is one pod reaching itself through its Service: one server, not %d", servers)
 		}
 	default:
 		return nil, unsupported("Kubernetes network %q: cnbench measures %s, %s, %s, %s and %s", network,
@@ -101,7 +111,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	}
 	d := &Deployment{c: c, network: network, seq: strconv.Itoa(seq), tok: tok,
 		pods: map[string]string{}, nodes: map[string]Node{}, ports: map[string]int{},
-		fronts: map[int]netip.AddrPort{}, reached: map[int]bool{}}
+		services: map[string]string{}, fronts: map[front]netip.AddrPort{}, reached: map[front]bool{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Remove())
@@ -117,7 +127,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	for i, role := range roles {
 		ports[role] = cluster.DeployedAt(c.cfg.ControlPort, seq, len(roles), i)
 		d.nodes[role] = c.Nodes[0]
-		if !sameNode && i > 0 {
+		if !sameNode && i >= servers {
 			d.nodes[role] = c.Nodes[1]
 		}
 	}
@@ -277,11 +287,11 @@ func (d *Deployment) Remove() error {
 	var errs []error
 	gone := func(err error) bool { return err == nil || apierrors.IsNotFound(err) }
 	d.mu.Lock()
-	if d.service != "" {
-		if err := core.Services(ns).Delete(ctx, d.service, metav1.DeleteOptions{}); !gone(err) {
-			errs = append(errs, fmt.Errorf("kubernetes: delete service %s: %w", d.service, err))
+	for role, svc := range d.services {
+		if err := core.Services(ns).Delete(ctx, svc, metav1.DeleteOptions{}); !gone(err) {
+			errs = append(errs, fmt.Errorf("kubernetes: delete service %s: %w", svc, err))
 		}
-		d.service = ""
+		delete(d.services, role)
 	}
 	d.mu.Unlock()
 	zero := int64(0)

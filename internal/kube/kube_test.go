@@ -167,7 +167,7 @@ func deployOne(t *testing.T, k *Cluster, c *kubelab.Cluster, tok netns.Token, ne
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	began, dialed := time.Now(), dials.Load()
-	dep, err := k.Deploy(ctx, tok, network, []string{"s1", "c1"}, sameNode)
+	dep, err := k.Deploy(ctx, tok, network, []string{"s1", "c1"}, 1, sameNode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestImageThatCannotBePulledFailsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	began := time.Now()
-	_, err := k.Deploy(ctx, netns.NewToken(), NetPod, []string{"s1", "c1"}, true)
+	_, err := k.Deploy(ctx, netns.NewToken(), NetPod, []string{"s1", "c1"}, 1, true)
 	took := time.Since(began)
 	t.Logf("after %s: %v", took.Round(time.Millisecond), err)
 	if err == nil || !slices.ContainsFunc([]string{"ErrImagePull", "ImagePullBackOff"}, func(s string) bool { return strings.Contains(err.Error(), s) }) {

@@ -249,21 +249,29 @@ func awaitToken(t *testing.T, r io.Reader) netns.Token {
 	return ""
 }
 
-// TestFanInPlacesAPodPerClient runs a fan-in of three clients on one node
-// pod to pod and through a Service, as a TCP stream and as udp_max_rate's
-// search: each client is a pod of its own, all three measure (the
-// throughput is three times the mean per client, which the engines'
-// per-client results make), and the run leaves nothing.
-func TestFanInPlacesAPodPerClient(t *testing.T) {
+// TestPatternsPlaceAPodPerEndpoint runs two servers and three clients
+// (n_to_m) on one node, pod to pod and through a Service each, as a TCP
+// stream and as udp_max_rate's search: every endpoint is a pod of its
+// own, client i talking to server i mod 2 (the second through the second
+// Service), all three clients measure (the throughput is three times the
+// mean per client, which the engines' per-client results make), hairpin
+// (one pod) is skipped saying why, and the run leaves nothing.
+func TestPatternsPlaceAPodPerEndpoint(t *testing.T) {
 	c := requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, out := runOnLab(ctx, t, c, "--modes", "k8s:pod,k8s:service", "--topologies", "chc", "--workloads", "tcp_stream,udp_max_rate",
-		"--pattern", "fan_in", "--clients", "3", "--samples", "1", "--duration", "500ms", "--warmup", "200ms")
-	if len(res.Cases) != 4 {
-		t.Fatalf("%d cases, want two modes, each with two workloads:\n%s", len(res.Cases), out)
+	res, out := runOnLab(ctx, t, c, "--modes", "k8s:pod,k8s:service,k8s:hairpin", "--topologies", "chc", "--workloads", "tcp_stream,udp_max_rate",
+		"--pattern", "n_to_m", "--servers", "2", "--clients", "3", "--samples", "1", "--duration", "500ms", "--warmup", "200ms")
+	if len(res.Cases) != 6 {
+		t.Fatalf("%d cases, want three modes, each with two workloads:\n%s", len(res.Cases), out)
 	}
 	for _, cs := range res.Cases {
+		if cs.Mode == "k8s:hairpin" {
+			if cs.Status != model.StatusSkipped || !strings.Contains(cs.Reason, "one server, not 2") {
+				t.Errorf("%s: %s (%s), want skipped: hairpin is one pod", cs.Key, cs.Status, cs.Reason)
+			}
+			continue
+		}
 		checkCase(t, cs)
 		for _, s := range cs.Samples {
 			total, each := s.Values[model.ThroughputBPS], s.Values[model.ThroughputPerEndpointBPS]

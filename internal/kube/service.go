@@ -41,7 +41,7 @@ func (d *Deployment) Publish(ctx context.Context, role string, ports []int) ([]n
 		return nil, err
 	}
 	for i, p := range ports {
-		d.fronts[p] = targets[i]
+		d.fronts[front{role, p}] = targets[i]
 	}
 	return targets, nil
 }
@@ -60,23 +60,27 @@ func (d *Deployment) Expose(ctx context.Context, role string, port int) (netip.A
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	target, ok := d.fronts[port]
+	f := front{role, port}
+	target, ok := d.fronts[f]
 	if !ok {
-		return netip.AddrPort{}, fmt.Errorf("kubernetes: port %d of %s has no Service; the case published %v", port, role, d.published())
+		return netip.AddrPort{}, fmt.Errorf("kubernetes: port %d of %s has no Service; the case published %v", port, role, d.published(role))
 	}
-	if !d.reached[port] {
-		if err := d.awaitService(ctx, target); err != nil {
+	if !d.reached[f] {
+		if err := d.awaitService(ctx, d.services[role], target); err != nil {
 			return netip.AddrPort{}, err
 		}
-		d.reached[port] = true
+		d.reached[f] = true
 	}
 	return target, nil
 }
 
-func (d *Deployment) published() []int {
+// published are the ports of role that have a Service.
+func (d *Deployment) published(role string) []int {
 	var ports []int
-	for p := range d.fronts {
-		ports = append(ports, p)
+	for f := range d.fronts {
+		if f.role == role {
+			ports = append(ports, f.port)
+		}
 	}
 	slices.Sort(ports)
 	return ports
@@ -86,9 +90,9 @@ func (d *Deployment) published() []int {
 // TCP and for UDP: the engines' UDP workloads send to the port their
 // TCP control connection takes.
 //
-// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... --protocol TCP (and again UDP) [--type NodePort] --name cnb-TOKEN-svcN
+// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... --protocol TCP (and again UDP) [--type NodePort] --name cnb-TOKEN-svcN-s1
 func (d *Deployment) createService(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error) {
-	name := d.tok.Name("svc" + d.seq)
+	name := d.tok.Name("svc" + d.seq + "-" + role)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.labels("")},
 		Spec: corev1.ServiceSpec{
@@ -104,7 +108,7 @@ func (d *Deployment) createService(ctx context.Context, role string, ports []int
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: create service %s: %w", name, err)
 	}
-	d.service = name
+	d.services[role] = name
 	// A NodePort's UDP port must be its TCP port's number, which the
 	// cluster chose: UDP joins once it has.
 	made.Spec.Ports = append(made.Spec.Ports, servicePorts(ports, corev1.ProtocolUDP, made.Spec.Ports)...)
@@ -141,14 +145,14 @@ func servicePorts(ports []int, protocol corev1.Protocol, tcp []corev1.ServicePor
 	return out
 }
 
-// awaitService waits until the Service's endpoints list the server
-// ready, then until the client's pod connects to target: a proxy
-// programs its rules some time after the endpoints change, and the
-// case's first connection must not race it.
-func (d *Deployment) awaitService(ctx context.Context, target netip.AddrPort) error {
+// awaitService waits until the endpoints of Service svc list its server
+// ready, then until a client's pod connects to target: a proxy programs
+// its rules some time after the endpoints change, and the case's first
+// connection must not race it. The clients share a node, and so its
+// proxy's rules.
+func (d *Deployment) awaitService(ctx context.Context, svc string, target netip.AddrPort) error {
 	ctx, cancel := context.WithTimeout(ctx, serviceLimit)
 	defer cancel()
-	svc := d.service
 	for {
 		slices, err := d.c.cs.DiscoveryV1().EndpointSlices(d.c.ns).List(ctx,
 			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})

@@ -133,7 +133,7 @@ func (a *Agents) Place(ctx context.Context, c *model.Case, plan Plan, _ []int) (
 		}
 		sites = append(sites, r)
 	}
-	return remotePath(ctx, sites[0], sites[1:], closeAll), nil
+	return remotePath(ctx, sites[:1], sites[1:], closeAll), nil
 }
 
 // openHost opens a session on host h<index>'s agent and builds the host
@@ -169,16 +169,21 @@ func remoteCase(c *model.Case, where string) error {
 	return nil
 }
 
-// remotePath is the path of one remote server and its remote clients.
-func remotePath(ctx context.Context, server *Remote, clients []*Remote, closeAll func() error) *Path {
+// remotePath is the path of remote servers and clients, client i talking
+// to server i mod len(servers), as a pattern's emulated endpoints do.
+func remotePath(ctx context.Context, servers, clients []*Remote, closeAll func() error) *Path {
 	pa := &Path{
-		Servers: []Site{server}, ServerOf: make([]int, len(clients)),
-		ServerNode: server.Host(), ClientNode: clients[0].Host(),
-		expose: func(_ Site, port int) (netip.AddrPort, error) { return server.Expose(ctx, port) },
+		ServerOf:   make([]int, len(clients)),
+		ServerNode: servers[0].Host(), ClientNode: clients[0].Host(),
+		expose: func(s Site, port int) (netip.AddrPort, error) { return s.(*Remote).Expose(ctx, port) },
 		close:  closeAll,
 	}
-	for _, c := range clients {
+	for _, s := range servers {
+		pa.Servers = append(pa.Servers, s)
+	}
+	for i, c := range clients {
 		pa.Clients = append(pa.Clients, c)
+		pa.ServerOf[i] = i % len(servers)
 	}
 	return pa
 }

@@ -13,7 +13,6 @@ import (
 	"cnbench/internal/agent"
 	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cluster"
-	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/topo"
@@ -73,9 +72,9 @@ func (cs *Clusters) Close() {
 	cs.open = map[string]cluster.Cluster{}
 }
 
-// Place deploys the case's server and client on the cluster its mode
-// names, on one node in chc and on two in chhc, and reaches each through
-// the agent inside its container.
+// Place deploys the case's servers and clients on the cluster its mode
+// names, on one node in chc and the clients on a second in chhc, and
+// reaches each through the agent inside its container.
 func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports []int) (pa *Path, err error) {
 	prefix, open, _ := cluster.For(c.Mode)
 	if d := plan.Mode; d.Supports != nil {
@@ -93,11 +92,8 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 	if cl == nil {
 		return nil, plan.Mode.Available()
 	}
-	roles, err := clusterRoles(c.Params)
-	if err != nil {
-		return nil, err
-	}
-	dep, err := cl.Deploy(ctx, cs.token, c.Mode[len(prefix):], roles, c.Topology == topo.CHC)
+	servers, clients := c.Params.Endpoints()
+	dep, err := cl.Deploy(ctx, cs.token, c.Mode[len(prefix):], clusterRoles(servers, clients), servers, c.Topology == topo.CHC)
 	if err != nil {
 		return nil, err
 	}
@@ -115,17 +111,9 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 		}
 	}()
 	eps := dep.Endpoints()
-	peers := []string{eps[0].Addr.String()}
-	pub, published := dep.(cluster.Publisher)
-	if published {
-		fronts, err := pub.Publish(ctx, eps[0].Role, ports)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range fronts {
-			peers = append(peers, f.Addr().String())
-		}
-		published = len(fronts) > 0
+	peers, published, err := publish(ctx, dep, eps[:servers], ports)
+	if err != nil {
+		return nil, err
 	}
 	var sites []*Remote
 	for _, ep := range eps {
@@ -148,31 +136,50 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 		}
 		sites = append(sites, r)
 	}
-	pa = remotePath(ctx, sites[0], sites[1:], closeAll)
+	pa = remotePath(ctx, sites[:servers], sites[servers:], closeAll)
 	pa.Published = published
-	if pub != nil {
-		pa.expose = func(_ Site, port int) (netip.AddrPort, error) { return pub.Expose(ctx, eps[0].Role, port) }
+	if pub, ok := dep.(cluster.Publisher); ok {
+		pa.expose = func(s Site, port int) (netip.AddrPort, error) { return pub.Expose(ctx, s.Endpoint().Name, port) }
 	}
-	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[1].Node
+	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[servers].Node
 	return pa, nil
 }
 
-// clusterRoles names a case's endpoints on a cluster: its server s1 and
-// clients c1..cM, which a deployment puts on the first node and, unless
-// in chc, on the second. A pattern of several servers is not placed:
-// hostNetwork servers on one node would share its ports, and each would
-// need a Service of its own.
-func clusterRoles(p model.Params) ([]string, error) {
-	servers, clients := p.Endpoints()
-	if servers != 1 {
-		return nil, fmt.Errorf("%w: %d servers on a cluster: a case there has one server (patterns fan_in and containers_x_flows, or pairs of one client)",
-			mode.ErrUnsupported, servers)
+// publish puts the servers' ports behind the deployment's fronts, where
+// it has them, and returns the addresses every client's agent may send
+// to: the servers' own and their fronts.
+func publish(ctx context.Context, dep cluster.Deployment, servers []cluster.Endpoint, ports []int) (peers []string, published bool, err error) {
+	for _, ep := range servers {
+		peers = append(peers, ep.Addr.String())
 	}
-	roles := []string{"s1"}
+	pub, ok := dep.(cluster.Publisher)
+	if !ok {
+		return peers, false, nil
+	}
+	for _, ep := range servers {
+		fronts, err := pub.Publish(ctx, ep.Role, ports)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, f := range fronts {
+			peers = append(peers, f.Addr().String())
+		}
+		published = published || len(fronts) > 0
+	}
+	return peers, published, nil
+}
+
+// clusterRoles names a case's endpoints on a cluster: servers s1..sN and
+// clients c1..cM.
+func clusterRoles(servers, clients int) []string {
+	var roles []string
+	for i := range servers {
+		roles = append(roles, "s"+strconv.Itoa(i+1))
+	}
 	for i := range clients {
 		roles = append(roles, "c"+strconv.Itoa(i+1))
 	}
-	return roles, nil
+	return roles
 }
 
 // openWhenUp opens a session on an agent that may still be starting: a

@@ -45,36 +45,6 @@ current-context: x
 	}
 }
 
-// TestClusterCasesHaveOneServer names the endpoints a cluster deploys for
-// each pattern: one server and the pattern's clients, or, for patterns of
-// several servers, a skip that says why (they were once deployed as one
-// pair and measured under the pattern's name).
-func TestClusterCasesHaveOneServer(t *testing.T) {
-	for _, tc := range []struct {
-		p    model.Params
-		want string
-	}{
-		{model.Params{}, "s1 c1"},
-		{model.Params{Pattern: model.PatternFanIn, Clients: 3}, "s1 c1 c2 c3"},
-		{model.Params{Pattern: model.PatternContainersXFlows, Clients: 2, Flows: 4}, "s1 c1 c2"},
-		{model.Params{Pattern: model.PatternPairs, Clients: 2}, "2 servers"},
-		{model.Params{Pattern: model.PatternNToM, Servers: 2, Clients: 4}, "2 servers"},
-		{model.Params{Pattern: model.PatternAllToAll, Clients: 3}, "3 servers"},
-	} {
-		roles, err := clusterRoles(tc.p)
-		got := strings.Join(roles, " ")
-		if err != nil {
-			if !errors.Is(err, mode.ErrUnsupported) {
-				t.Errorf("%+v: %v, want a skip (mode.ErrUnsupported)", tc.p, err)
-			}
-			got = err.Error()
-		}
-		if !strings.Contains(got, tc.want) {
-			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
-		}
-	}
-}
-
 // TestAgentsRefuseManyEndpoints has the agents' placer skip a pattern of
 // several endpoints, saying why, before it dials any agent (an address
 // where none listens): it once placed one pair under the pattern's name.

@@ -165,9 +165,9 @@ func (d *Deployment) Endpoints() []cluster.Endpoint { return d.eps }
 func (d *Deployment) ClientTLS(serverName string) *tls.Config { return d.pki.ClientTLS(serverName) }
 
 // Deploy starts one engine service per role on a network of driver, the
-// first role on the first configured node and the others on the second
+// servers' on the first configured node and the others on the second
 // unless sameNode, and waits until each runs.
-func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, roles []string, sameNode bool) (_ cluster.Deployment, err error) {
+func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, roles []string, servers int, sameNode bool) (_ cluster.Deployment, err error) {
 	if driver != DriverOverlay && driver != DriverHost {
 		return nil, fmt.Errorf("%w: swarm network driver %q: cnbench builds %s and %s", mode.ErrUnsupported, driver, DriverOverlay, DriverHost)
 	}
@@ -176,7 +176,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, driver string, ro
 		if len(c.Nodes) < 2 {
 			return nil, fmt.Errorf("%w: endpoints on two nodes need two in the swarm section", mode.ErrUnsupported)
 		}
-		for i := 1; i < len(nodes); i++ {
+		for i := servers; i < len(nodes); i++ {
 			nodes[i] = 1
 		}
 	}
