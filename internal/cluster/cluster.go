@@ -99,6 +99,14 @@ type Endpoint struct {
 	Netns string
 }
 
+// Describer is a cluster that says what it runs, for a case to record as
+// its mode_config.
+type Describer interface {
+	// Describe returns, as JSON, what the named nodes and the cluster
+	// run (versions, kernels, network plugins), and why where unknown.
+	Describe(ctx context.Context, nodes []string) string
+}
+
 // Refuser is a deployment on whose paths some workloads cannot run.
 type Refuser interface {
 	// Refuses says why workload cannot run on the deployment's path, or

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"os/exec"
@@ -21,6 +22,8 @@ import (
 	"cnbench/internal/store"
 	"cnbench/internal/topo"
 	"cnbench/internal/workload"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRunMeasuresThroughTheCluster runs cnbench as a user would, with
@@ -126,6 +129,7 @@ func checkCase(t *testing.T, cs model.CaseResult) {
 	if sameNode := cs.Params.ServerNode == cs.Params.ClientNode; cs.Params.ServerNode == "" || (cs.Topology == topo.CHC) != sameNode {
 		t.Errorf("%s: server on %q, client on %q; want one node in chc and two in chhc", cs.Key, cs.Params.ServerNode, cs.Params.ClientNode)
 	}
+	checkDescription(t, cs)
 	// The nodes' whole CPU holds at least the sender's engine.
 	if machine <= 0 || machine < sender {
 		t.Errorf("%s: nodes busy %.1f%% of a core, sender's engine %.1f%%: the nodes' CPU is missing or short", cs.Key, machine, sender)
@@ -281,4 +285,29 @@ func TestPatternsPlaceAPodPerEndpoint(t *testing.T) {
 		}
 	}
 	checkNothingLeft(ctx, t, c, out)
+}
+
+// checkDescription holds a case's mode_config to what the lab runs: its
+// version, its nodes' kernel (this machine's) and runtime, kube-proxy's
+// mode from its ConfigMap, and no CNI DaemonSet (the lab's ptp plugin is
+// a file on each node).
+func checkDescription(t *testing.T, cs model.CaseResult) {
+	t.Helper()
+	var d Description
+	if err := json.Unmarshal([]byte(cs.Params.ModeConfig), &d); err != nil {
+		t.Errorf("%s: mode_config %q: %v", cs.Key, cs.Params.ModeConfig, err)
+		return
+	}
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	kernel := unix.ByteSliceToString(uts.Release[:])
+	nodes := map[string]bool{cs.Params.ServerNode: true, cs.Params.ClientNode: true}
+	if !strings.HasPrefix(d.Version, "v1.31.") || d.KubeProxyMode != "iptables" || !strings.HasPrefix(d.CNI, "unknown: none of") || len(d.Nodes) != len(nodes) {
+		t.Errorf("%s: the cluster recorded as %+v; want v1.31.*, iptables, no CNI DaemonSet, nodes %v", cs.Key, d, nodes)
+	}
+	for _, n := range d.Nodes {
+		if !nodes[n.Name] || n.Kernel != kernel || !strings.HasPrefix(n.ContainerRuntime, "containerd://") || !strings.HasPrefix(n.Kubelet, "v1.31.") {
+			t.Errorf("%s: node recorded as %+v; want one of %v on kernel %s, containerd and kubelet v1.31", cs.Key, n, nodes, kernel)
+		}
+	}
 }

@@ -187,6 +187,9 @@ func (c *Cluster) kubeletConfig(n *Node) map[string]any {
 	}
 }
 
+// proxyMode is the lab's kube-proxy mode.
+const proxyMode = "iptables"
+
 // proxyConfig: kube-proxy's rules live in the node's namespace; the
 // conntrack settings it would write (the table's size, which is the
 // machine's, and the timeouts) are left as they are.
@@ -200,11 +203,24 @@ func proxyConfig(n *Node) map[string]any {
 		"bindAddress":       n.Addr.String(),
 		"nodePortAddresses": []string{"primary"},
 		"clusterCIDR":       ClusterCIDR.String(),
-		"mode":              "iptables",
+		"mode":              proxyMode,
 		"oomScoreAdj":       0,
 		"conntrack": map[string]any{"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s",
 			"tcpCloseWaitTimeout": "0s", "udpTimeout": "0s", "udpStreamTimeout": "0s"},
 	}
+}
+
+// publishProxyConfig puts kube-proxy's mode where kubeadm's clusters keep
+// kube-proxy's configuration, the kube-system/kube-proxy ConfigMap, for
+// those who read it (cnbench records it with each case).
+func (c *Cluster) publishProxyConfig(ctx context.Context) error {
+	conf := fmt.Sprintf("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: %s\n", proxyMode)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system"},
+		Data: map[string]string{"config.conf": conf}}
+	if _, err := c.client.CoreV1().ConfigMaps("kube-system").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("kubelab: kube-proxy's ConfigMap: %w", err)
+	}
+	return nil
 }
 
 // mountScript prepares the node's mount namespace and becomes its
@@ -291,6 +307,9 @@ func findSleep() (string, error) {
 // Node object can carry and which no controller then needs to allocate,
 // and starts each node's kubelet and kube-proxy.
 func (c *Cluster) startNodes(ctx context.Context) error {
+	if err := c.publishProxyConfig(ctx); err != nil {
+		return err
+	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name},

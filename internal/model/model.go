@@ -47,8 +47,10 @@ type Params struct {
 	// emulation, whose numbers measure the emulator more than the network.
 	Accel string `json:"accel,omitempty"`
 	// ModeConfig is what an external network engine was given, as JSON:
-	// the CNI configuration of a cni: mode after cnbench's rewriting, or
-	// the Docker daemon and network settings of a docker: mode.
+	// the CNI configuration of a cni: mode after cnbench's rewriting, the
+	// Docker daemon and network settings of a docker: mode, or what a
+	// Kubernetes cluster runs (its version, the nodes' kernels, runtimes
+	// and kubelets, kube-proxy's mode and the CNI's DaemonSets).
 	ModeConfig string `json:"mode_config,omitempty"`
 	// ServerNode and ClientNode name the machines (agents' host names) or
 	// cluster nodes the server and client endpoints ran on; empty when

@@ -367,8 +367,11 @@ func (r *Runner) buildPath(ctx context.Context, c *model.Case, plan site.Plan, e
 		return nil, err
 	}
 	p.Pin(plan.SenderCPUs, plan.ReceiverCPUs)
-	if p.ServerNode != "" || p.ClientNode != "" {
+	if p.ServerNode != "" || p.ClientNode != "" || p.ModeConfig != "" {
 		c.Params.ServerNode, c.Params.ClientNode = p.ServerNode, p.ClientNode
+		if p.ModeConfig != "" {
+			c.Params.ModeConfig = p.ModeConfig
+		}
 		if err := r.store.SetCaseParams(c.ID, c.Params); err != nil {
 			return nil, errors.Join(&storeError{err}, p.Close())
 		}

@@ -24,6 +24,10 @@ type Path struct {
 	// ServerNode and ClientNode name the machines or cluster nodes the
 	// first server and client run on; empty on this machine.
 	ServerNode, ClientNode string
+	// ModeConfig is what the path's network ran on, where the placer
+	// learned it (a cluster's versions and plugins), as JSON; the case
+	// records it as its mode_config.
+	ModeConfig string
 	// Token names what the path's network is made of, where cnbench
 	// built it on this machine; empty elsewhere.
 	Token  netns.Token
