@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,7 +82,7 @@ func runOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, args ...str
 // left anything on the cluster.
 func checkNothingLeft(ctx context.Context, t *testing.T, c *kubelab.Cluster, out string) {
 	t.Helper()
-	runTok := regexp.MustCompile(`cases, token ([0-9a-f]{4})`).FindStringSubmatch(out)
+	runTok := regexp.MustCompile(`cases(?: left)?, token ([0-9a-f]{4})`).FindStringSubmatch(out)
 	if runTok == nil {
 		t.Fatalf("the controller named no run token:\n%s", out)
 	}
@@ -151,7 +152,8 @@ func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 	}
 	defer k.Close()
 
-	ctl, tok := startMeasuring(ctx, t, c, k)
+	db := filepath.Join(t.TempDir(), "r.db")
+	ctl, tok := startMeasuring(ctx, t, c, k, db, 3)
 	ctl.Process.Kill()
 	ctl.Wait()
 	left, _ := k.Leftovers(ctx, tok)
@@ -183,6 +185,37 @@ func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	resumeOnLab(ctx, t, c, db)
+}
+
+// resumeOnLab resumes the killed run stored in db: it measures what was
+// left of its case on the cluster its stored scenario names, and leaves
+// nothing there.
+func resumeOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, db string) {
+	t.Helper()
+	var out bytes.Buffer
+	ctl := exec.CommandContext(ctx, binary, "run", "--resume", "1", "--db", db)
+	ctl.Stdout, ctl.Stderr = &out, &out
+	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Wait(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, out.String())
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := st.LoadRun(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cases) != 1 || res.Cases[0].Status != model.StatusOK || len(res.Cases[0].Samples) != 3 {
+		t.Fatalf("resumed: %+v; want its one case ok with 3 samples\n%s", res.Cases, out.String())
+	}
+	checkNothingLeft(ctx, t, c, out.String())
 }
 
 // TestHungUpRunRemovesItsPods ends a run with SIGHUP (its terminal went
@@ -193,7 +226,7 @@ func TestHungUpRunRemovesItsPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := connect(t, c, imageOK, "default")
-	ctl, tok := startMeasuring(ctx, t, c, k)
+	ctl, tok := startMeasuring(ctx, t, c, k, filepath.Join(t.TempDir(), "r.db"), 100)
 	began := time.Now()
 	ctl.Process.Signal(syscall.SIGHUP)
 	err := ctl.Wait()
@@ -209,10 +242,10 @@ func TestHungUpRunRemovesItsPods(t *testing.T) {
 
 // startMeasuring starts a long run on the lab and returns once its pods
 // exist, with its token.
-func startMeasuring(ctx context.Context, t *testing.T, c *kubelab.Cluster, k *Cluster) (*exec.Cmd, netns.Token) {
+func startMeasuring(ctx context.Context, t *testing.T, c *kubelab.Cluster, k *Cluster, db string, samples int) (*exec.Cmd, netns.Token) {
 	t.Helper()
-	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", filepath.Join(t.TempDir(), "r.db"),
-		"--modes", "k8s:pod", "--topologies", "chc", "--workloads", "tcp_stream", "--samples", "100", "--duration", "1s")
+	ctl := exec.CommandContext(ctx, binary, "run", "--kubeconfig", c.Kubeconfig, "--db", db,
+		"--modes", "k8s:pod", "--topologies", "chc", "--workloads", "tcp_stream", "--samples", strconv.Itoa(samples), "--duration", "1s")
 	stdout, err := ctl.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
