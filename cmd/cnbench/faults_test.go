@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"cnbench/internal/model"
-	"cnbench/internal/store"
+	"cnbench/internal/store/storetest"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
 )
@@ -124,15 +124,7 @@ func runWithFaults(t *testing.T, scenario string, cases int, victims map[int]str
 		t.Errorf("run: %v (exit %d), want exit 1 for failed cases:\n%s", err, code, said.String())
 	}
 
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(1)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := storetest.LoadRun(t, db, 1)
 	if len(res.Cases) != cases {
 		t.Fatalf("%d cases, want %d", len(res.Cases), cases)
 	}

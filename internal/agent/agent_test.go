@@ -17,7 +17,7 @@ import (
 	"cnbench/internal/engine"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/store"
+	"cnbench/internal/store/storetest"
 	"cnbench/internal/workload"
 )
 
@@ -301,14 +301,5 @@ func (l *lab) run(t *testing.T, scenario string) *model.RunResult {
 	if code := ctl.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("run %s exited %d:\n%s", scenario, code, ctl.out)
 	}
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	res, err := st.LoadRun(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return storetest.LoadRun(t, db, 1)
 }

@@ -20,7 +20,7 @@ import (
 	"cnbench/internal/kubelab"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/store"
+	"cnbench/internal/store/storetest"
 	"cnbench/internal/topo"
 	"cnbench/internal/workload"
 
@@ -50,32 +50,29 @@ func TestRunMeasuresThroughTheCluster(t *testing.T) {
 }
 
 // runOnLab runs cnbench run with args on the lab's cluster and returns
-// the stored run and what the controller printed. The controller runs
-// where the kubeconfig's API server answers: in the control plane's
-// namespace, as on a machine of the cluster.
+// the stored run and what the controller printed.
 func runOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, args ...string) (*model.RunResult, string) {
 	t.Helper()
-	db := filepath.Join(t.TempDir(), "r.db")
+	return controlOnLab(ctx, t, c, filepath.Join(t.TempDir(), "r.db"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+}
+
+// controlOnLab runs cnbench run with args and --db db where the
+// kubeconfig's API server answers: in the control plane's namespace, as
+// on a machine of the cluster. It returns run 1 as stored in db and what
+// the controller printed.
+func controlOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, db string, args ...string) (*model.RunResult, string) {
+	t.Helper()
 	var out bytes.Buffer
-	ctl := exec.CommandContext(ctx, binary, append([]string{"run", "--kubeconfig", c.Kubeconfig, "--db", db}, args...)...)
+	ctl := exec.CommandContext(ctx, binary, append([]string{"run", "--db", db}, args...)...)
 	ctl.Stdout, ctl.Stderr = &out, &out
 	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctl.Wait(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
+		t.Fatalf("run %v: %v\n%s", args, err, out.String())
 	}
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	res, err := st.LoadRun(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, out.String()
+	return storetest.LoadRun(t, db, 1), out.String()
 }
 
 // checkNothingLeft fails the test if the run whose controller printed out
@@ -193,29 +190,11 @@ func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 // nothing there.
 func resumeOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, db string) {
 	t.Helper()
-	var out bytes.Buffer
-	ctl := exec.CommandContext(ctx, binary, "run", "--resume", "1", "--db", db)
-	ctl.Stdout, ctl.Stderr = &out, &out
-	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
-		t.Fatal(err)
-	}
-	if err := ctl.Wait(); err != nil {
-		t.Fatalf("resume: %v\n%s", err, out.String())
-	}
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	res, err := st.LoadRun(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, out := controlOnLab(ctx, t, c, db, "--resume", "1")
 	if len(res.Cases) != 1 || res.Cases[0].Status != model.StatusOK || len(res.Cases[0].Samples) != 3 {
-		t.Fatalf("resumed: %+v; want its one case ok with 3 samples\n%s", res.Cases, out.String())
+		t.Fatalf("resumed: %+v; want its one case ok with 3 samples\n%s", res.Cases, out)
 	}
-	checkNothingLeft(ctx, t, c, out.String())
+	checkNothingLeft(ctx, t, c, out)
 }
 
 // TestHungUpRunRemovesItsPods ends a run with SIGHUP (its terminal went

@@ -14,7 +14,7 @@ import (
 // runner that puts them in order, under the commands.
 var layers = [][]string{
 	{"model", "cpu", "pinning", "netns", "stats", "version", "units", "inputfile", "tools", "testutil", "layout", "configs", "suites"},
-	{"workload", "netstat", "store", "export", "sysinfo", "awake", "cleanup", "cluster", "cni", "explain", "image", "testutil/nstest"},
+	{"workload", "netstat", "store", "store/storetest", "export", "sysinfo", "awake", "cleanup", "cluster", "cni", "explain", "image", "testutil/nstest"},
 	{"agent/protocol", "engine", "scenario", "daemon", "docker", "kubelab", "progress", "report", "validate"},
 	{"vm"},
 	{"topo"},

@@ -21,7 +21,7 @@ import (
 	"cnbench/internal/docker"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/store"
+	"cnbench/internal/store/storetest"
 	"cnbench/internal/swarm"
 	"cnbench/internal/testutil"
 	"cnbench/internal/topo"
@@ -189,15 +189,7 @@ swarm: {manager: %q, nodes: [%s, %s]}
 	}
 	t.Logf("controller:\n%s", out.String())
 
-	st, err := store.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := st.LoadRun(1)
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := storetest.LoadRun(t, db, 1)
 	throughput := map[string]float64{}
 	for _, c := range res.Cases {
 		if c.Status != model.StatusOK {
