@@ -36,12 +36,17 @@ type NodeInfo struct {
 
 // Describe says what the named nodes and the cluster run, as JSON. What
 // cannot be read (RBAC, a missing object) is recorded with the reason
-// instead of failing the case.
+// instead of failing the case. What is the whole cluster's is read once
+// per run: listing every DaemonSet of a large cluster for each case
+// would cost it and the API server for nothing.
 func (c *Cluster) Describe(ctx context.Context, nodes []string) string {
-	d := Description{Version: "unknown", KubeProxyMode: c.kubeProxyMode(ctx), CNI: c.cni(ctx)}
-	if v, err := c.cs.Discovery().ServerVersion(); err == nil {
-		d.Version = v.GitVersion
-	}
+	c.about.once.Do(func() {
+		c.about.d = Description{Version: "unknown", KubeProxyMode: c.kubeProxyMode(ctx), CNI: c.cni(ctx)}
+		if v, err := c.cs.Discovery().ServerVersion(); err == nil {
+			c.about.d.Version = v.GitVersion
+		}
+	})
+	d := c.about.d
 	for _, name := range nodes {
 		n, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

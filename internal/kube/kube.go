@@ -73,6 +73,11 @@ type Cluster struct {
 	// guards it and the namespace, for deployments made at once.
 	deployed int
 	mu       sync.Mutex
+	// about is what Describe read of the whole cluster, once.
+	about struct {
+		once sync.Once
+		d    Description
+	}
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)

@@ -173,7 +173,7 @@ func remoteCase(c *model.Case, where string) error {
 // to server i mod len(servers), as a pattern's emulated endpoints do.
 func remotePath(ctx context.Context, servers, clients []*Remote, closeAll func() error) *Path {
 	pa := &Path{
-		ServerOf:   make([]int, len(clients)),
+		ServerOf:   serversOf(len(clients), len(servers)),
 		ServerNode: servers[0].Host(), ClientNode: clients[0].Host(),
 		expose: func(s Site, port int) (netip.AddrPort, error) { return s.(*Remote).Expose(ctx, port) },
 		close:  closeAll,
@@ -181,9 +181,8 @@ func remotePath(ctx context.Context, servers, clients []*Remote, closeAll func()
 	for _, s := range servers {
 		pa.Servers = append(pa.Servers, s)
 	}
-	for i, c := range clients {
+	for _, c := range clients {
 		pa.Clients = append(pa.Clients, c)
-		pa.ServerOf[i] = i % len(servers)
 	}
 	return pa
 }

@@ -141,7 +141,6 @@ func (cs *Clusters) Place(ctx context.Context, c *model.Case, plan Plan, ports [
 	if pub, ok := dep.(cluster.Publisher); ok {
 		pa.expose = func(s Site, port int) (netip.AddrPort, error) { return pub.Expose(ctx, s.Endpoint().Name, port) }
 	}
-	pa.ServerNode, pa.ClientNode = eps[0].Node, eps[servers].Node
 	if d, ok := cl.(cluster.Describer); ok {
 		nodes := []string{pa.ServerNode}
 		if pa.ClientNode != pa.ServerNode {

@@ -107,10 +107,7 @@ func WithDeaths(err error, died []string) error {
 // time on one netlink call after another.
 func (e *Emulated) placeGroup(t *topo.Topology, tok netns.Token, m mode.Mode, p model.Params) (pa *Path, err error) {
 	nServers, nClients := p.Endpoints()
-	pa = &Path{ServerOf: make([]int, nClients)}
-	for i := range pa.ServerOf {
-		pa.ServerOf[i] = i % nServers
-	}
+	pa = &Path{ServerOf: serversOf(nClients, nServers)}
 	names := make([]string, 0, nServers+nClients)
 	for i := range nServers {
 		names = append(names, "s"+strconv.Itoa(i+1))

@@ -35,6 +35,16 @@ type Path struct {
 	close  func() error
 }
 
+// serversOf gives each of clients its server of servers: client i talks
+// to server i mod servers.
+func serversOf(clients, servers int) []int {
+	of := make([]int, clients)
+	for i := range of {
+		of[i] = i % servers
+	}
+	return of
+}
+
 // Server and Client are the path's first server and client.
 func (p *Path) Server() Site { return p.Servers[0] }
 func (p *Path) Client() Site { return p.Clients[0] }
