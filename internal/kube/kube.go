@@ -180,15 +180,18 @@ func (c *Cluster) findNodes(ctx context.Context) error {
 
 // unusable says why pods cannot go on n, or "" if they can.
 func (c *Cluster) unusable(n *corev1.Node) string {
-	ready := false
+	ready, why := false, ""
 	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
+		if cond.Type == corev1.NodeReady {
+			ready = cond.Status == corev1.ConditionTrue
+			// A node without a working CNI says so here: "container
+			// runtime network not ready: ... cni plugin not initialized".
+			why = strings.Trim(cond.Reason+": "+cond.Message, ": ")
 		}
 	}
 	switch {
 	case !ready:
-		return "not Ready"
+		return strings.TrimSuffix("not Ready ("+why+")", " ()")
 	case n.Spec.Unschedulable:
 		return "cordoned"
 	case !internalIP(n).IsValid():

@@ -47,7 +47,7 @@ func (c *Cluster) startEtcdAndAPIServer() error {
 		"--advertise-address="+ControlPlaneAddr.String(), fmt.Sprintf("--secure-port=%d", APIPort),
 		"--tls-cert-file="+p.path("apiserver.crt"), "--tls-private-key-file="+p.path("apiserver.key"),
 		"--cert-dir="+filepath.Join(c.dir, "apiserver"),
-		"--token-auth-file="+p.path("tokens.csv"), "--authorization-mode=AlwaysAllow", "--anonymous-auth=false",
+		"--token-auth-file="+p.path("tokens.csv"), "--authorization-mode=Node,RBAC", "--anonymous-auth=false",
 		"--service-cluster-ip-range="+ServiceCIDR.String(),
 		"--service-account-key-file="+p.path("sa.pub"), "--service-account-signing-key-file="+p.path("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",

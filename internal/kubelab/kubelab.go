@@ -136,6 +136,9 @@ type Cluster struct {
 	// Kubeconfig is an admin kubeconfig file, valid for programs run
 	// inside the control plane's namespace.
 	Kubeconfig string
+	// LimitedKubeconfig is LimitedUser's kubeconfig, valid where
+	// Kubeconfig is.
+	LimitedKubeconfig string
 	// ControlPlane is the control plane's network namespace path.
 	ControlPlane string
 	// APIServer is the API server's address in the control plane's
@@ -156,6 +159,12 @@ type Cluster struct {
 	stopErr   error
 	startedAt time.Time
 }
+
+// LimitedUser is a user of the lab's API server in no group: the lab
+// authorizes by RBAC, as clusters do, and grants this user nothing, so
+// that a test finds out what cnbench does with what a role it binds
+// allows and refuses.
+const LimitedUser = "cnbench-limited"
 
 // MaxNodes bounds the nodes of a lab: each numbers its pods in one /24 of
 // the cluster's pod CIDR.
@@ -243,6 +252,10 @@ func (c *Cluster) prepare() error {
 		return err
 	}
 	c.Kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
+	c.LimitedKubeconfig = filepath.Join(c.dir, "limited.kubeconfig")
+	if err := c.pki.writeKubeconfig(c.LimitedKubeconfig, c.APIServer, c.pki.userToken); err != nil {
+		return err
+	}
 	if err := c.pki.writeKubeconfig(c.Kubeconfig, c.APIServer, c.pki.adminToken); err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ type pki struct {
 	// nodeTokens are the kubelets' tokens by node name.
 	nodeTokens map[string]string
 	proxyToken string
+	// userToken is LimitedUser's.
+	userToken string
 }
 
 func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
@@ -40,7 +42,7 @@ func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("kubelab keys: %w", err)
 	}
-	p := &pki{dir: dir, nodeTokens: map[string]string{}, adminToken: randomToken(), proxyToken: randomToken()}
+	p := &pki{dir: dir, nodeTokens: map[string]string{}, adminToken: randomToken(), proxyToken: randomToken(), userToken: randomToken()}
 	caKey, caCert, err := p.makeCA()
 	if err != nil {
 		return nil, err
@@ -132,10 +134,12 @@ func randomToken() string {
 }
 
 // writeTokens writes the API server's token file: the admin (in
-// system:masters), each kubelet as its node, and kube-proxy.
+// system:masters), each kubelet as its node, kube-proxy, and LimitedUser
+// in no group.
 func (p *pki) writeTokens(nodes []Node) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s,admin,admin,system:masters\n", p.adminToken)
+	fmt.Fprintf(&b, "%s,%s,%s\n", p.userToken, LimitedUser, LimitedUser)
 	fmt.Fprintf(&b, "%s,system:kube-proxy,kube-proxy,system:node-proxier\n", p.proxyToken)
 	for _, n := range nodes {
 		tok := randomToken()
