@@ -357,17 +357,25 @@ func (r *Runner) placerFor(c *model.Case) site.Placer {
 	return r.local
 }
 
-// buildPath builds and places what a case measures, pinned as its
-// placement says, and records where its endpoints ran. A mode that
-// publishes ports before servers exist publishes those of every engine
-// in engines.
-func (r *Runner) buildPath(ctx context.Context, c *model.Case, plan site.Plan, engines []string) (*site.Path, error) {
-	p, err := r.placerFor(c).Place(ctx, c, plan, driver.AllPorts(engines))
+// buildPath builds and places what cases measure in turns on one path,
+// the first of them leading, pinned as its placement says, and records
+// on each case where its endpoints ran. A mode that publishes ports
+// before servers exist publishes those of every case's engine.
+func (r *Runner) buildPath(ctx context.Context, cases []*model.Case, plan site.Plan) (*site.Path, error) {
+	lead := cases[0]
+	engines := make([]string, len(cases))
+	for i, c := range cases {
+		engines[i] = c.Engine
+	}
+	p, err := r.placerFor(lead).Place(ctx, lead, plan, driver.AllPorts(engines))
 	if err != nil {
 		return nil, err
 	}
 	p.Pin(plan.SenderCPUs, plan.ReceiverCPUs)
-	if p.ServerNode != "" || p.ClientNode != "" || p.ModeConfig != "" {
+	if p.ServerNode == "" && p.ClientNode == "" && p.ModeConfig == "" {
+		return p, nil
+	}
+	for _, c := range cases {
 		c.Params.ServerNode, c.Params.ClientNode = p.ServerNode, p.ClientNode
 		if p.ModeConfig != "" {
 			c.Params.ModeConfig = p.ModeConfig

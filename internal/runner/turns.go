@@ -168,12 +168,11 @@ func byPath(turns []*turn) [][]*turn {
 // their own reason, and all with the mode's where the mode cannot be
 // built.
 func (r *Runner) preparePath(ctx context.Context, turns []*turn) *site.Path {
-	lead := turns[0].c
-	engines := make([]string, len(turns))
+	cases := make([]*model.Case, len(turns))
 	for i, t := range turns {
-		engines[i] = t.c.Engine
+		cases[i] = t.c
 	}
-	plan, err := site.PlanFor(lead)
+	plan, err := site.PlanFor(cases[0])
 	anyCan := false
 	for _, t := range turns {
 		t.err = err
@@ -186,7 +185,7 @@ func (r *Runner) preparePath(ctx context.Context, turns []*turn) *site.Path {
 		return nil
 	}
 	began := time.Now()
-	path, err := r.buildPath(ctx, lead, plan, engines)
+	path, err := r.buildPath(ctx, cases, plan)
 	took := sinceMS(began)
 	for _, t := range turns {
 		t.c.Outcome.BuildMS = took
