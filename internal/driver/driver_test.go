@@ -48,17 +48,6 @@ func TestSupportsSkipsWhatAnEngineDoesNotRun(t *testing.T) {
 	}
 }
 
-func TestListensOnReadsProcNet(t *testing.T) {
-	// /proc/net/tcp: a listener on 5201 (0x1451), a connection from 5202.
-	tcp := []byte(`  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0A12C6C6:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0
-   1: 0A12C6C6:1452 0B12C6C6:9C40 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
-`)
-	if !listensOn(tcp, "tcp", 5201) || listensOn(tcp, "tcp", 5202) || listensOn(tcp, "udp", 5201) {
-		t.Error("listensOn misread /proc/net/tcp")
-	}
-}
-
 func TestOfferedRateAndToolFlags(t *testing.T) {
 	for _, tc := range []struct {
 		rate     string

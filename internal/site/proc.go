@@ -1,15 +1,14 @@
 package site
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"cnbench/internal/cleanup"
+	"cnbench/internal/headbuf"
 )
 
 // Proc is a process started in a site.
@@ -18,17 +17,19 @@ type Proc struct {
 	// pipes to it before it starts.
 	Cmd    *exec.Cmd
 	where  string
-	stdout *limitedBuffer
-	stderr *limitedBuffer
+	stdout *headbuf.Buffer
+	stderr *headbuf.Buffer
 	waited chan struct{}
 	err    error
-	// end stops a process that is not a child of this one, such as an
-	// engine in a guest; nil for children.
+	// end stops a process that is not a child of this one, such as a
+	// program an agent started; nil for children.
 	end func()
+	// how says how such a process ended, where there is no ProcessState.
+	how string
 }
 
 func newProc(cmd *exec.Cmd, where string) *Proc {
-	p := &Proc{Cmd: cmd, where: where, stdout: &limitedBuffer{max: 1 << 20}, stderr: &limitedBuffer{max: 8192}, waited: make(chan struct{})}
+	p := &Proc{Cmd: cmd, where: where, stdout: headbuf.New(1 << 20), stderr: headbuf.New(8192), waited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	return p
 }
@@ -123,27 +124,9 @@ func (p *Proc) endedWithin(limit time.Duration) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, cleanup.HowEnded(p.Cmd.ProcessState))
-}
-
-// limitedBuffer keeps the first max bytes written to it.
-type limitedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
+	how := p.how
+	if how == "" {
+		how = cleanup.HowEnded(p.Cmd.ProcessState)
 	}
-	return len(p), nil
-}
-
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return fmt.Sprintf("%s in %s %s", p.Cmd.Args[0], p.where, how)
 }
