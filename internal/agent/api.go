@@ -43,5 +43,10 @@ const (
 	maxSessions  = 16
 	maxEndpoints = 8
 	maxEngines   = 8
-	maxHosts     = 16
+	// maxPrograms bounds the external engines a session starts: a
+	// server, and a client per sample of a long case.
+	maxPrograms = 4096
+	// maxWait bounds one wait for a program or a listening socket.
+	maxWait  = 10 * time.Minute
+	maxHosts = 16
 )

@@ -280,6 +280,43 @@ func (e *RemoteEngine) Stop(grace time.Duration) error {
 	return errors.Join(quitErr, err)
 }
 
+// StartProgram has the agent start an external engine (ProgramNames) in
+// endpoint with args, Args[0] the program, and returns its ID.
+func (s *Session) StartProgram(ctx context.Context, endpoint string, args []string) (protocol.ProgramResponse, error) {
+	var resp protocol.ProgramResponse
+	return resp, s.c.do(ctx, protocol.PathProgram, protocol.ProgramRequest{Session: s.Info.Session, Endpoint: endpoint, Args: args}, &resp)
+}
+
+// WaitProgram waits up to limit for a program to end; Ended is false if
+// it still runs.
+func (s *Session) WaitProgram(ctx context.Context, program string, limit time.Duration) (protocol.WaitResponse, error) {
+	var resp protocol.WaitResponse
+	ctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
+	defer cancel()
+	return resp, s.c.do(ctx, protocol.PathWait, protocol.WaitRequest{Session: s.Info.Session, Program: program, TimeoutMS: limit.Milliseconds()}, &resp)
+}
+
+// StopProgram has the agent end a program: SIGTERM, then SIGKILL after
+// grace.
+func (s *Session) StopProgram(program string, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	defer cancel()
+	err := s.c.do(ctx, protocol.PathStop, protocol.StopRequest{Session: s.Info.Session, Program: program, GraceMS: grace.Milliseconds()}, &protocol.Empty{})
+	if errors.Is(err, ErrNotFound) {
+		err = nil // the session, and the program with it, ended already
+	}
+	return err
+}
+
+// WaitListening waits up to limit until a socket of proto listens on
+// port in endpoint.
+func (s *Session) WaitListening(ctx context.Context, endpoint, proto string, port int, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit+30*time.Second)
+	defer cancel()
+	return s.c.do(ctx, protocol.PathListen, protocol.ListeningRequest{Session: s.Info.Session, Endpoint: endpoint, Proto: proto, Port: port,
+		TimeoutMS: limit.Milliseconds()}, &protocol.Empty{})
+}
+
 // Close ends the session: the agent removes everything it made.
 func (s *Session) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

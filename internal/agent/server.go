@@ -115,6 +115,9 @@ func Listen(cfg Config) (*Server, error) {
 		protocol.PathEngine:  call(withSession(s, (*session).engineCall)),
 		protocol.PathStop:    call(withSession(s, (*session).stopCall)),
 		protocol.PathUsage:   call(withSession(s, (*session).usageCall)),
+		protocol.PathProgram: call(withSession(s, (*session).programCall)),
+		protocol.PathWait:    call(withSessionContext(s, (*session).waitProgram)),
+		protocol.PathListen:  call(withSessionContext(s, (*session).listeningCall)),
 		protocol.PathClose:   call(s.closeSession),
 		protocol.PathHold:    s.hold,
 		protocol.PathAttach:  s.attach,
@@ -239,6 +242,19 @@ func withSession[Req sessionOf, Resp any](s *Server, op func(*session, *Server, 
 	}
 }
 
+// withSessionContext is withSession for an operation that waits, and
+// stops waiting when its caller hangs up.
+func withSessionContext[Req sessionOf, Resp any](s *Server, op func(*session, context.Context, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		ss, err := s.session(req.SessionID())
+		if err != nil {
+			var zero Resp
+			return zero, err
+		}
+		return op(ss, ctx, req)
+	}
+}
+
 func (ss *session) hostCall(s *Server, req protocol.HostRequest) (protocol.HostResponse, error) {
 	return ss.buildHost(s, req)
 }
@@ -257,6 +273,14 @@ func (ss *session) engineCall(s *Server, req protocol.EngineRequest) (protocol.E
 
 func (ss *session) stopCall(_ *Server, req protocol.StopRequest) (protocol.Empty, error) {
 	return protocol.Empty{}, ss.stopEngine(req)
+}
+
+func (ss *session) programCall(_ *Server, req protocol.ProgramRequest) (protocol.ProgramResponse, error) {
+	return ss.startProgram(req)
+}
+
+func (ss *session) listeningCall(ctx context.Context, req protocol.ListeningRequest) (protocol.Empty, error) {
+	return protocol.Empty{}, ss.listening(ctx, req)
 }
 
 func (ss *session) usageCall(_ *Server, req protocol.UsageRequest) (protocol.UsageResponse, error) {
@@ -293,7 +317,7 @@ func (s *Server) openSession(_ context.Context, req protocol.SessionRequest) (pr
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	ss := &session{id: hex.EncodeToString(b[:]), timeout: timeout,
-		endpoints: map[string]*endpoint{}, engines: map[string]*engineProc{}}
+		endpoints: map[string]*endpoint{}, engines: map[string]*engineProc{}, programs: map[string]*programProc{}}
 	// A container's agent makes nothing that carries a name: the
 	// container goes, and its namespace with it, when its service does.
 	for !s.container {
@@ -316,7 +340,7 @@ func (s *Server) openSession(_ context.Context, req protocol.SessionRequest) (pr
 	hostname, _ := os.Hostname()
 	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return protocol.SessionResponse{Session: ss.id, Token: string(ss.token), HeartbeatMS: (timeout / 4).Milliseconds(),
-		TimeoutMS: timeout.Milliseconds(), Hostname: hostname, Version: version.Version, BootID: strings.TrimSpace(string(bootID))}, nil
+		TimeoutMS: timeout.Milliseconds(), Hostname: hostname, Version: version.Version, BootID: strings.TrimSpace(string(bootID)), Programs: installedPrograms()}, nil
 }
 
 func (s *Server) closeSession(_ context.Context, req protocol.CloseRequest) (protocol.Empty, error) {

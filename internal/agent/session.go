@@ -45,6 +45,7 @@ type session struct {
 	modeName  string
 	endpoints map[string]*endpoint
 	engines   map[string]*engineProc
+	programs  map[string]*programProc
 	nextID    int
 	held      bool
 }
@@ -59,6 +60,9 @@ type endpoint struct {
 	self bool
 	// peers are addresses outside cnbench's range the engine may send to.
 	peers []netip.Addr
+	// endedCPU is the CPU time of the endpoint's programs that ended,
+	// counted where there is no cgroup to keep it.
+	endedCPU cpu.Usage
 }
 
 type engineProc struct {
@@ -348,6 +352,12 @@ func (s *session) stopEngine(req protocol.StopRequest) error {
 	if req.GraceMS < 0 || req.GraceMS > 60_000 {
 		return refused("grace_ms %d out of range 0..60000", req.GraceMS)
 	}
+	if (req.Engine == "") == (req.Program == "") {
+		return refused("name an engine or a program to stop, not %q and %q", req.Engine, req.Program)
+	}
+	if req.Program != "" {
+		return s.stopProgram(req.Program, time.Duration(req.GraceMS)*time.Millisecond)
+	}
 	e, err := s.engine(req.Engine)
 	if err != nil {
 		return err
@@ -395,11 +405,14 @@ func (s *session) close(a *Server) error {
 		return nil
 	}
 	s.closed = true
-	engines, endpoints, t := s.engines, s.endpoints, s.topo
+	engines, programs, endpoints, t := s.engines, s.programs, s.endpoints, s.topo
 	s.mu.Unlock()
 	var errs []error
 	for _, e := range engines {
 		e.stopWithin(200 * time.Millisecond)
+	}
+	for _, p := range programs {
+		p.stopWithin(200 * time.Millisecond)
 	}
 	for _, ep := range endpoints {
 		if ep.cgName != "" {
@@ -437,51 +450,98 @@ func checkEngineLine(req engineLine, ep *topo.Endpoint, peers []netip.Addr) erro
 
 // cpuUsage is the endpoint's CPU time: its cgroup's on a machine; inside a
 // container, where cgroups are read-only, the sum over the session's
-// engines there, each the one process of its own.
+// engines and programs there, with their descendants, each read from
+// /proc while it runs and from its exit status once it ended.
 func (s *session) cpuUsage(ep *endpoint) (cpu.Usage, error) {
 	if ep.cgroup != nil {
 		return ep.cgroup.Usage()
 	}
-	s.mu.Lock()
-	var pids []int
-	for _, e := range s.engines {
-		if e.ep == ep {
-			pids = append(pids, e.cmd.Process.Pid)
-		}
-	}
-	s.mu.Unlock()
-	var total cpu.Usage
-	for _, pid := range pids {
-		u, err := processCPU(pid)
-		if err != nil {
-			return cpu.Usage{}, err
-		}
+	for tries := 0; ; tries++ {
+		pids, total := s.livePIDs(ep)
+		u, err := treeCPU(pids)
 		total.User += u.User
 		total.System += u.System
+		// A program that ended between the listing and its reading
+		// counts as ended once reaped, a moment later.
+		if err == nil || tries == 20 {
+			return total, err
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return total, nil
 }
 
-// processCPU reads a process's user and system time, all its threads
-// included, from fields 14 and 15 of /proc/PID/stat.
-func processCPU(pid int) (cpu.Usage, error) {
+// procStat is what cnbench reads of /proc/PID/stat: the parent, and the
+// user and system time of the process (all its threads) and of its
+// children it reaped, in clock ticks.
+type procStat struct {
+	ppid                         int
+	utime, stime, cutime, cstime int64
+}
+
+func readProcStat(pid int) (procStat, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return cpu.Usage{}, fmt.Errorf("read CPU time of engine %d: %w", pid, err)
+		return procStat{}, err
 	}
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+1:])
-	if i < 0 || len(f) < 13 {
-		return cpu.Usage{}, fmt.Errorf("parse /proc/%d/stat", pid)
+	if i < 0 {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return cpu.Usage{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	var st procStat
+	var errs [5]error
+	st.ppid, errs[0] = strconv.Atoi(f[1])
+	st.utime, errs[1] = strconv.ParseInt(f[11], 10, 64)
+	st.stime, errs[2] = strconv.ParseInt(f[12], 10, 64)
+	st.cutime, errs[3] = strconv.ParseInt(f[13], 10, 64)
+	st.cstime, errs[4] = strconv.ParseInt(f[14], 10, 64)
+	if err := errors.Join(errs[:]...); err != nil {
+		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	return st, nil
+}
+
+// treeCPU is the CPU time of the processes pids and of all their
+// descendants: those running, and those reaped, whose time their
+// parents' reaped-children times hold. netserver serves each test from a
+// child of its own.
+func treeCPU(pids []int) (cpu.Usage, error) {
+	children := map[int][]int{}
+	stats := map[int]procStat{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return cpu.Usage{}, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue // it ended while the others were read
+		}
+		stats[pid] = st
+		children[st.ppid] = append(children[st.ppid], pid)
+	}
+	var ticks [2]int64
+	for _, root := range pids {
+		if _, ok := stats[root]; !ok {
+			return cpu.Usage{}, fmt.Errorf("read CPU time of process %d: it has ended", root)
+		}
+		for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
+			st := stats[queue[0]]
+			ticks[0] += st.utime + st.cutime
+			ticks[1] += st.stime + st.cstime
+			queue = append(queue, children[queue[0]]...)
+		}
 	}
 	// Clock ticks are 1/100 s wherever Linux exports them.
-	return cpu.Usage{User: time.Duration(utime) * 10 * time.Millisecond, System: time.Duration(stime) * 10 * time.Millisecond}, nil
+	return cpu.Usage{User: time.Duration(ticks[0]) * 10 * time.Millisecond, System: time.Duration(ticks[1]) * 10 * time.Millisecond}, nil
 }
 
 // engineLine is what checkEngineLine needs of a control request.

@@ -36,3 +36,42 @@ func TestAgentRefusesEngineLinesBeyondItsEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentVetsProgramCommandLines passes the external engines' command
+// lines as cnbench's drivers write them, and refuses other programs,
+// options that write files or daemonize, values that could name a path,
+// and addresses beyond the case.
+func TestAgentVetsProgramCommandLines(t *testing.T) {
+	ep := &endpoint{ep: &topo.Endpoint{Name: "s1", Addr: netip.MustParseAddr("10.244.1.5")}, peers: []netip.Addr{netip.MustParseAddr("10.96.0.20")}}
+	for _, tc := range []struct {
+		args    string
+		refusal string
+	}{
+		{"iperf3 --server --bind 10.244.1.5 --port 5201", ""},
+		{"iperf3 --client 10.96.0.20 --port 5201 --json --time 1 --parallel 4 --length 131072 --connect-timeout 3000 --congestion bbr --no-delay", ""},
+		{"netserver -D -f -L 10.244.1.5,inet -p 12865", ""},
+		{"netperf -H 198.18.1.9 -p 12865 -4 -l 1 -P 0 -a 4096,4096 -A 4096,4096 -j -t TCP_RR -- -P ,12866 -k THROUGHPUT,MEAN_LATENCY -r 1,1 -D", ""},
+		{"sockperf ping-pong -i 10.96.0.20 -p 11111 -t 1 -m 64 --full-rtt --tcp", ""},
+		{"sockperf throughput -i 10.96.0.20 -p 11111 -t 1 -m 1472 --mps=max", ""},
+		{"sh -c reboot", "an agent starts iperf3, netperf, netserver, sockperf only"},
+		{"iperf3 --server --logfile /tmp/x", "not one cnbench gives it"},
+		{"iperf3 --server -D", "not one cnbench gives it"},
+		{"iperf3 --client 10.0.0.1 --port 5201", "targets must be in cnbench's range"},
+		{"iperf3 --client 10.96.0.20 --congestion ../../etc/passwd", "holds more than letters"},
+		{"iperf3 --client 10.96.0.20 --port 52a1", "is not a number"},
+		{"iperf3 --client", "needs a value"},
+		{"iperf3 --json=yes", "takes no value"},
+		{"netserver -L 10.244.1.5,unix -p 12865", "expected inet or inet6"},
+		{"netperf -H 10.244.1.5 -k /etc/shadow", "holds more than letters"},
+		{"sockperf server-daemon -i 10.244.1.5", "expected one of server, ping-pong, throughput first"},
+		{"sockperf server -i 10.244.1.5 --feedfile=x", "not one cnbench gives it"},
+	} {
+		err := vetProgram(strings.Fields(tc.args), ep)
+		switch {
+		case tc.refusal == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.args, err)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("%s: %v, want a refusal saying %q", tc.args, err, tc.refusal)
+		}
+	}
+}

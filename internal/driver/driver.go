@@ -184,7 +184,7 @@ func startToolServer(ctx context.Context, s Setup, args []string, proto string, 
 	if err != nil {
 		return nil, netip.AddrPort{}, err
 	}
-	if err := waitListening(ctx, server.Endpoint().NS, proto, port, 5*time.Second); err != nil {
+	if err := server.WaitListening(ctx, proto, port, 5*time.Second); err != nil {
 		srv.StopWithin(0)
 		return nil, netip.AddrPort{}, srv.Describe(err)
 	}
@@ -194,4 +194,10 @@ func startToolServer(ctx context.Context, s Setup, args []string, proto string, 
 		return nil, netip.AddrPort{}, err
 	}
 	return srv, target, nil
+}
+
+// wholeSeconds rounds a sample duration up to whole seconds, the only
+// durations iperf3 and sockperf accept.
+func wholeSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
 }

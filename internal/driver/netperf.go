@@ -53,7 +53,11 @@ func newNetperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, error
 	if addr.Is6() {
 		family = "inet6"
 	}
-	args := []string{"netserver", "-D", "-L", addr.String() + "," + family, "-p", strconv.Itoa(netperfControlPort)}
+	// -D: stay in the foreground, a child of its site. -f: serve each
+	// test itself rather than from a child, which netserver never reaps
+	// (it ignores SIGCHLD): where no cgroup holds the server's processes
+	// (an agent in a pod), an ended child's CPU time would be lost.
+	args := []string{"netserver", "-D", "-f", "-L", addr.String() + "," + family, "-p", strconv.Itoa(netperfControlPort)}
 	srv, target, err := startToolServer(ctx, s, args, "tcp", netperfControlPort)
 	if err != nil {
 		return nil, err

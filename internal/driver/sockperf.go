@@ -46,6 +46,9 @@ func newSockperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, erro
 		if throughputArgs, err = sockperfThroughputArgs(c); err != nil {
 			return nil, err
 		}
+		if s.Path.Server().Endpoint().NS == nil {
+			return nil, fmt.Errorf("%w: sockperf counts only what it sent, and what arrived is read from the server namespace's UDP counters, which only endpoints on this machine give", ErrCannotRun)
+		}
 	} else if c.Params.RequestSize != c.Params.ResponseSize {
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
 			ErrCannotRun, c.Params.RequestSize, c.Params.ResponseSize)

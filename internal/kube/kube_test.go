@@ -71,7 +71,7 @@ func startLab() (stop func(), why string) {
 		}
 		cleanup()
 	}
-	img, err := image.Build(image.Spec{Binary: path})
+	img, err := image.Build(image.Spec{Binary: path, Tools: agent.ProgramNames()})
 	archive := filepath.Join(os.TempDir(), "cnbench-kube-test-"+string(c.Token)+".tar")
 	defer os.Remove(archive)
 	if err == nil {

@@ -99,19 +99,23 @@ func checkCase(t *testing.T, cs model.CaseResult) {
 		}
 		return
 	}
+	if cs.Status == model.StatusOK && !cs.Outcome.Paired {
+		t.Errorf("%s: not paired with the other modes", cs.Key)
+	}
+	checkMeasured(t, cs)
+}
+
+// checkMeasured holds an ok case to its nodes, its traffic, its CPU and
+// its record of the cluster.
+func checkMeasured(t *testing.T, cs model.CaseResult) {
+	t.Helper()
 	if cs.Status != model.StatusOK {
 		t.Errorf("%s: %s: %s", cs.Key, cs.Status, cs.Reason)
 		return
 	}
-	if !cs.Outcome.Paired {
-		t.Errorf("%s: not paired with the other modes", cs.Key)
-	}
-	rate, unit := model.ThroughputBPS, 1e9
-	switch cs.Workload {
-	case workload.UDPRR:
-		rate, unit = model.TransactionsPerS, 1
-	case workload.Ping:
-		rate, unit = model.RTTAvgUS, 1
+	rate, unit := workload.PrimaryMetric(cs.Workload), 1.0
+	if rate == model.ThroughputBPS {
+		unit = 1e9
 	}
 	var mean, machine, sender float64
 	for _, s := range cs.Samples {
@@ -119,7 +123,7 @@ func checkCase(t *testing.T, cs model.CaseResult) {
 		machine += s.Values[model.CPUMachinePct] / float64(len(cs.Samples))
 		sender += s.Values[model.CPUSenderPct] / float64(len(cs.Samples))
 	}
-	t.Logf("%-16s %-5s %-10s %9.2f %s  sender %5.1f%%  nodes %5.1f%%  server on %s, client on %s", cs.Mode, cs.Topology, cs.Workload,
+	t.Logf("%-16s %-5s %-10s %-8s %9.2f %s  sender %5.1f%%  nodes %5.1f%%  server on %s, client on %s", cs.Mode, cs.Topology, cs.Workload, cs.Engine,
 		mean, map[string]string{model.ThroughputBPS: "Gbit/s", model.TransactionsPerS: "tx/s", model.RTTAvgUS: "µs round trip"}[rate], sender, machine, cs.Params.ServerNode, cs.Params.ClientNode)
 	if mean < 0.01 {
 		t.Errorf("%s: %.3f %s; the engines did not exchange traffic worth the name", cs.Key, mean, rate)

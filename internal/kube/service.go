@@ -69,7 +69,14 @@ func (d *Deployment) Expose(ctx context.Context, role string, port int) (netip.A
 		if err := d.awaitService(ctx, d.services[role], target); err != nil {
 			return netip.AddrPort{}, err
 		}
-		d.reached[f] = true
+		// A proxy programs a Service's ports together, so one port
+		// reached stands for all: the others may have nothing
+		// listening yet, as netperf's data port until its test runs.
+		for g := range d.fronts {
+			if g.role == role {
+				d.reached[g] = true
+			}
+		}
 	}
 	return target, nil
 }

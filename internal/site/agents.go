@@ -157,9 +157,6 @@ func (a *Agents) openHost(ctx context.Context, c *model.Case, opts topo.Options,
 
 // remoteCase refuses what cannot run on endpoints of other machines.
 func remoteCase(c *model.Case, where string) error {
-	if c.Engine != "native" {
-		return fmt.Errorf("%w: %s through %s: they run only cnbench's own engine", ErrCannotRun, c.Engine, where)
-	}
 	if c.Params.Placement != "" && c.Params.Placement != pinning.None {
 		return fmt.Errorf("%w: placement %s through %s: CPUs are their machines', not this one's", mode.ErrUnsupported, c.Params.Placement, where)
 	}

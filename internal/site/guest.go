@@ -1,6 +1,7 @@
 package site
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os/exec"
@@ -38,6 +39,11 @@ func (s *Guest) Close() error             { return nil }
 // Start refuses: a guest carries only cnbench's own engine.
 func (s *Guest) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) {
 	return nil, fmt.Errorf("%w: %s inside a VM: guests carry only cnbench's own engine", ErrCannotRun, command[0])
+}
+
+// WaitListening refuses, as Start does.
+func (s *Guest) WaitListening(context.Context, string, int, time.Duration) error {
+	return fmt.Errorf("%w: a guest runs no program but cnbench's own engine", ErrCannotRun)
 }
 
 // Read asks the guest for the endpoint's CPU time, link counters and the

@@ -1,10 +1,12 @@
 package site
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -101,6 +103,11 @@ func (s *Local) Start(command []string, configure func(*exec.Cmd) error) (*Proc,
 		return nil, errors.Join(err, p.Kill())
 	}
 	return p, nil
+}
+
+// WaitListening reads the endpoint's sockets from its namespace.
+func (s *Local) WaitListening(ctx context.Context, proto string, port int, limit time.Duration) error {
+	return netstat.WaitListening(ctx, s.ep.NS, proto, port, limit)
 }
 
 // startPinned starts cmd from the calling, locked thread with that

@@ -2,6 +2,7 @@ package site
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -81,9 +82,52 @@ func (s *Remote) Refuses(workload string) error {
 // native engine's, whose echo is its own too.
 var remoteWorkloads = []string{"tcp_stream", "tcp_rr", "tcp_crr", "udp_stream", "udp_max_rate", "udp_rr", "ping"}
 
-// Start refuses: agents start only cnbench's own engine.
-func (s *Remote) Start(command []string, _ func(*exec.Cmd) error) (*Proc, error) {
-	return nil, fmt.Errorf("%w: %s on an agent's machine: agents start only cnbench's own engine", ErrCannotRun, command[0])
+// Start has the agent start an external engine in the endpoint and
+// follows it until it ends; its output comes back then. The agent vets
+// the command line, and starts only the programs it has.
+func (s *Remote) Start(command []string, configure func(*exec.Cmd) error) (*Proc, error) {
+	name := command[0]
+	switch {
+	case !slices.Contains(agent.ProgramNames(), name):
+		return nil, fmt.Errorf("%w: %s on an agent's machine: agents start cnbench's own engine and %s", ErrCannotRun, name, strings.Join(agent.ProgramNames(), ", "))
+	case !slices.Contains(s.sess.Info.Programs, name):
+		return nil, fmt.Errorf("%w: %s is not installed where the agent of %s runs (in a cluster's pods: an image of `cnbench image --tools`)", ErrCannotRun, name, s.ep.Name)
+	case configure != nil:
+		return nil, fmt.Errorf("%w: %s on an agent's machine: its pipes stay there", ErrCannotRun, name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	started, err := s.sess.StartProgram(ctx, s.ep.Name, command)
+	if err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", name, s.ep.Name, err)
+	}
+	p := newProc(&exec.Cmd{Args: command}, s.Host()+"/"+s.ep.Name)
+	p.end = func() { _ = s.sess.StopProgram(started.Program, 0) }
+	go func() {
+		defer close(p.waited)
+		for {
+			w, err := s.sess.WaitProgram(context.Background(), started.Program, time.Minute)
+			if err != nil {
+				p.err, p.how = err, fmt.Sprintf("(pid %d) was lost: %v", started.PID, err)
+				return
+			}
+			if w.Ended {
+				_, _ = p.stdout.Write([]byte(w.Stdout))
+				_, _ = p.stderr.Write([]byte(w.Stderr))
+				p.how = w.How
+				if w.ExitCode != 0 {
+					p.err = errors.New(w.How)
+				}
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// WaitListening asks the agent to watch the endpoint's sockets.
+func (s *Remote) WaitListening(ctx context.Context, proto string, port int, limit time.Duration) error {
+	return s.sess.WaitListening(ctx, s.ep.Name, proto, port, limit)
 }
 
 // Expose publishes a port of the endpoint as its mode does there.

@@ -10,8 +10,10 @@
 package site
 
 import (
+	"context"
 	"errors"
 	"os/exec"
+	"time"
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/netstat"
@@ -29,10 +31,16 @@ type Site interface {
 	Pin(cpus []int)
 	// CPUs are the CPUs the site pins to; nil when not pinned.
 	CPUs() []int
-	// Start starts a program in the endpoint; only sites on this machine
-	// can, others return an error wrapping ErrCannotRun. configure may
-	// attach pipes before the start.
+	// Start starts a program in the endpoint. Sites on this machine start
+	// any; an agent's, the external engines it vets (agent.ProgramNames),
+	// without configure; a guest none. A site that cannot returns an
+	// error wrapping ErrCannotRun. configure may attach pipes before the
+	// start.
 	Start(command []string, configure func(*exec.Cmd) error) (*Proc, error)
+	// WaitListening waits up to limit until a socket of proto (tcp, udp)
+	// listens on port in the endpoint, as a program's server does once it
+	// is ready.
+	WaitListening(ctx context.Context, proto string, port int, limit time.Duration) error
 	// StartEngine starts cnbench's own engine in the endpoint; command is
 	// how to run it on this machine.
 	StartEngine(command []string) (*Engine, error)

@@ -17,11 +17,14 @@ const (
 	PathHost    = "/v1/host"    // HostRequest -> HostResponse
 	PathEP      = "/v1/endpoint"
 	PathExpose  = "/v1/expose"
-	PathEngine  = "/v1/engine" // EngineRequest -> EngineResponse
-	PathAttach  = "/v1/attach" // AttachRequest line, then engine control lines both ways
-	PathStop    = "/v1/stop"   // StopRequest -> Empty
-	PathUsage   = "/v1/usage"  // UsageRequest -> UsageResponse
-	PathClose   = "/v1/close"  // CloseRequest -> Empty
+	PathEngine  = "/v1/engine"    // EngineRequest -> EngineResponse
+	PathAttach  = "/v1/attach"    // AttachRequest line, then engine control lines both ways
+	PathStop    = "/v1/stop"      // StopRequest -> Empty
+	PathUsage   = "/v1/usage"     // UsageRequest -> UsageResponse
+	PathProgram = "/v1/program"   // ProgramRequest -> ProgramResponse
+	PathWait    = "/v1/wait"      // WaitRequest -> WaitResponse
+	PathListen  = "/v1/listening" // ListeningRequest -> Empty
+	PathClose   = "/v1/close"     // CloseRequest -> Empty
 	// MaxBodySize bounds a request: a request struct is a few hundred
 	// bytes.
 	MaxBodySize = 64 << 10
@@ -50,6 +53,9 @@ type SessionResponse struct {
 	// agents in containers on one node, each with a host name of its own,
 	// read one machine's CPU time.
 	BootID string `json:"boot_id,omitempty"`
+	// Programs are the external engines the agent can start (see
+	// ProgramRequest), those of them its machine or image has.
+	Programs []string `json:"programs,omitempty"`
 }
 
 // HoldRequest is the first line of the hold stream; every further line is
@@ -131,12 +137,60 @@ type AttachRequest struct {
 	Engine  string `json:"engine"`
 }
 
-// StopRequest ends an engine: it gets Grace to exit by itself after its
-// input closes, then is killed.
+// StopRequest ends an engine, or a program: an engine gets Grace to exit
+// by itself after its input closes, a program after SIGTERM; then it is
+// killed. It names one of the two.
 type StopRequest struct {
 	Session string `json:"session"`
-	Engine  string `json:"engine"`
+	Engine  string `json:"engine,omitempty"`
+	Program string `json:"program,omitempty"`
 	GraceMS int64  `json:"grace_ms"`
+}
+
+// ProgramRequest starts an external engine (iperf3, netperf, netserver,
+// sockperf) in an endpoint, as cnbench's drivers run it on this machine:
+// Args is its command line, Args[0] the program. The agent refuses any
+// option cnbench's drivers do not give, and any address but the
+// endpoint's own, cnbench's range and the case's peers.
+type ProgramRequest struct {
+	Session  string   `json:"session"`
+	Endpoint string   `json:"endpoint"`
+	Args     []string `json:"args"`
+}
+
+// ProgramResponse names the started program.
+type ProgramResponse struct {
+	Program string `json:"program"`
+	PID     int    `json:"pid"`
+}
+
+// WaitRequest waits up to TimeoutMS for a program to end.
+type WaitRequest struct {
+	Session   string `json:"session"`
+	Program   string `json:"program"`
+	TimeoutMS int64  `json:"timeout_ms"`
+}
+
+// WaitResponse says whether the program ended, how ("exited with status
+// 1", "was killed by SIGKILL"), and what it wrote: the first MiB of its
+// standard output and 8 KiB of its standard error.
+type WaitResponse struct {
+	Ended    bool   `json:"ended"`
+	ExitCode int    `json:"exit_code"`
+	How      string `json:"how,omitempty"`
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+}
+
+// ListeningRequest waits up to TimeoutMS until a socket of Proto (tcp,
+// udp) listens on Port in the endpoint, as a program's server does once
+// it is ready.
+type ListeningRequest struct {
+	Session   string `json:"session"`
+	Endpoint  string `json:"endpoint"`
+	Proto     string `json:"proto"`
+	Port      int    `json:"port"`
+	TimeoutMS int64  `json:"timeout_ms"`
 }
 
 // UsageRequest reads an endpoint's CPU time and interface counters.
@@ -184,9 +238,12 @@ type ErrorResponse struct {
 }
 
 // SessionID is the session a request acts in.
-func (r HostRequest) SessionID() string     { return r.Session }
-func (r EndpointRequest) SessionID() string { return r.Session }
-func (r ExposeRequest) SessionID() string   { return r.Session }
-func (r EngineRequest) SessionID() string   { return r.Session }
-func (r StopRequest) SessionID() string     { return r.Session }
-func (r UsageRequest) SessionID() string    { return r.Session }
+func (r HostRequest) SessionID() string      { return r.Session }
+func (r EndpointRequest) SessionID() string  { return r.Session }
+func (r ExposeRequest) SessionID() string    { return r.Session }
+func (r EngineRequest) SessionID() string    { return r.Session }
+func (r StopRequest) SessionID() string      { return r.Session }
+func (r UsageRequest) SessionID() string     { return r.Session }
+func (r ProgramRequest) SessionID() string   { return r.Session }
+func (r WaitRequest) SessionID() string      { return r.Session }
+func (r ListeningRequest) SessionID() string { return r.Session }
