@@ -43,9 +43,9 @@ const (
 	maxSessions  = 16
 	maxEndpoints = 8
 	maxEngines   = 8
-	// maxPrograms bounds the external engines a session starts: a
-	// server, and a client per sample of a long case.
-	maxPrograms = 4096
+	// maxPrograms bounds the external engines a session holds, running
+	// or ended and not yet waited for: a server and a sample's client.
+	maxPrograms = 8
 	// maxWait bounds one wait for a program or a listening socket.
 	maxWait  = 10 * time.Minute
 	maxHosts = 16

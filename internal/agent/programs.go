@@ -179,7 +179,7 @@ func (s *session) startProgram(req protocol.ProgramRequest) (protocol.ProgramRes
 		return protocol.ProgramResponse{}, err
 	}
 	if len(s.programs) >= maxPrograms {
-		return protocol.ProgramResponse{}, refused("session %s has started %d programs", s.id, maxPrograms)
+		return protocol.ProgramResponse{}, refused("session %s holds %d programs, running or not yet waited for", s.id, maxPrograms)
 	}
 	path, err := exec.LookPath(req.Args[0])
 	if err != nil {
@@ -253,6 +253,12 @@ func (s *session) waitProgram(ctx context.Context, req protocol.WaitRequest) (pr
 	case <-ctx.Done():
 		return protocol.WaitResponse{}, ctx.Err()
 	}
+	// Its output is handed over once, and its CPU time is the
+	// endpoint's already: the session forgets it, so that a long case's
+	// client runs do not pile up.
+	s.mu.Lock()
+	delete(s.programs, p.id)
+	s.mu.Unlock()
 	ps := p.cmd.ProcessState
 	return protocol.WaitResponse{Ended: true, ExitCode: ps.ExitCode(), How: cleanup.HowEnded(ps),
 		Stdout: p.stdout.String(), Stderr: p.stderr.String()}, nil
