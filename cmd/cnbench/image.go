@@ -9,11 +9,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"cnbench/internal/agent"
 	"cnbench/internal/image"
 )
-
-// imageTools are the external engines --tools puts in the image.
-var imageTools = []string{"iperf3", "netperf", "netserver", "sockperf"}
 
 func newImageCommand() *cobra.Command {
 	var o imageOptions
@@ -22,7 +20,8 @@ func newImageCommand() *cobra.Command {
 		Short: "Write cnbench's container image as an archive, load it into containerd, or push it",
 		Long: `image makes cnbench's container image from this machine's files: the
 cnbench executable and the shared libraries it needs, and with --tools
-iperf3, netperf and sockperf with theirs, in one layer, no base image.
+the external engines its agents start in pods (iperf3, netperf and
+netserver, ping, sockperf) with theirs, in one layer, no base image.
 
 Without --load or --push it writes an image archive (the layout of
 docker save) to --output: load it with "docker load -i FILE" or
@@ -40,7 +39,7 @@ it to a registry, with the credentials docker login left.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "", `image archive to write (default "cnbench-image.tar" unless --load or --push)`)
 	f.StringVar(&o.tag, "tag", "", "the image's name in the archive and in containerd (default cnbench:VERSION)")
-	f.BoolVar(&o.tools, "tools", false, "include iperf3, netperf and sockperf, where installed, with their libraries")
+	f.BoolVar(&o.tools, "tools", false, "include iperf3, netperf, ping and sockperf, where installed, with their libraries")
 	f.BoolVar(&o.load, "load", false, "import the image into a containerd")
 	f.StringVar(&o.containerd, "containerd", "/run/containerd/containerd.sock", "the containerd socket --load imports into")
 	f.StringVar(&o.namespace, "namespace", "k8s.io", "the containerd namespace --load imports into (kubelet's is k8s.io)")
@@ -69,7 +68,7 @@ func (o imageOptions) run(cmd *cobra.Command) error {
 	spec := image.Spec{}
 	out := cmd.OutOrStdout()
 	if o.tools {
-		spec.Tools = imageTools
+		spec.Tools = agent.ProgramNames()
 		found, missing := spec.Found()
 		if len(missing) > 0 {
 			fmt.Fprintf(cmd.ErrOrStderr(), "note: not installed here, so not in the image: %s\n", strings.Join(missing, ", "))

@@ -37,10 +37,12 @@ const (
 // daemonizes, and every address is checked, so that a program an agent
 // starts writes nothing and sends nowhere but between the case's
 // endpoints. Words are the first arguments a program takes as a
-// subcommand (sockperf's).
+// subcommand (sockperf's); an operand is what a program takes last, after
+// its options (ping's target).
 var programOptions = map[string]struct {
 	options  map[string]valueKind
 	commands []string
+	operand  valueKind
 }{
 	"iperf3": {options: map[string]valueKind{
 		"--server": noValue, "--bind": address, "--port": number, "--client": address, "--json": noValue,
@@ -55,6 +57,7 @@ var programOptions = map[string]struct {
 	"sockperf": {options: map[string]valueKind{
 		"-i": address, "-p": number, "--tcp": noValue, "-t": number, "-m": number, "--full-rtt": noValue, "--mps": word,
 	}, commands: []string{"server", "ping-pong", "throughput"}},
+	"ping": {options: map[string]valueKind{"-n": noValue, "-c": number, "-i": word, "-s": number, "-W": number}, operand: address},
 }
 
 var (
@@ -100,6 +103,12 @@ func vetProgram(args []string, ep *endpoint) error {
 			return refused("%s: expected one of %s first", args[0], strings.Join(rules.commands, ", "))
 		}
 		rest = rest[1:]
+	}
+	if rules.operand != noValue && len(rest) > 0 && !strings.HasPrefix(rest[len(rest)-1], "-") {
+		if err := vetValue(rules.operand, rest[len(rest)-1], ep); err != nil {
+			return refused("%s: %v", args[0], err)
+		}
+		rest = rest[:len(rest)-1]
 	}
 	for i := 0; i < len(rest); i++ {
 		opt, value, inline := strings.Cut(rest[i], "=")

@@ -389,8 +389,12 @@ func (s *session) usage(req protocol.UsageRequest) (protocol.UsageResponse, erro
 	if err != nil {
 		return protocol.UsageResponse{}, err
 	}
+	udp, err := netstat.ReadUDP(ns)
+	if err != nil {
+		return protocol.UsageResponse{}, err
+	}
 	resp := protocol.UsageResponse{UserNS: u.User.Nanoseconds(), SystemNS: u.System.Nanoseconds(), SoftirqNS: machine.Softirq.Nanoseconds(), StealNS: machine.Steal.Nanoseconds(),
-		BusyNS: machine.Busy.Nanoseconds(), Links: links}
+		BusyNS: machine.Busy.Nanoseconds(), Links: links, UDP: udp}
 	return resp, nil
 }
 

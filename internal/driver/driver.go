@@ -55,6 +55,13 @@ func New(ctx context.Context, path *site.Path, engineCommand []string, c model.C
 	if !ok {
 		return nil, fmt.Errorf("unknown engine %q", c.Engine)
 	}
+	// What the path refuses (an echo through a ClusterIP) it refuses
+	// whichever engine asks.
+	for _, site := range append(append([]site.Site{}, path.Servers...), path.Clients...) {
+		if err := site.Refuses(c.Workload); err != nil {
+			return nil, err
+		}
+	}
 	return e.new(ctx, s, c)
 }
 

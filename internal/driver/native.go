@@ -54,11 +54,6 @@ const MaxRateTrials = 8
 
 func newNativeDriver(ctx context.Context, s Setup, c model.Case) (d Driver, err error) {
 	p := s.Path
-	for _, site := range append(append([]site.Site{}, p.Servers...), p.Clients...) {
-		if err := site.Refuses(c.Workload); err != nil {
-			return nil, err
-		}
-	}
 	nd := &nativeDriver{path: p}
 	defer func() {
 		if err != nil {

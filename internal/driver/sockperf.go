@@ -11,7 +11,6 @@ import (
 
 	"cnbench/internal/measure"
 	"cnbench/internal/model"
-	"cnbench/internal/netstat"
 	"cnbench/internal/site"
 	"cnbench/internal/tools"
 	"cnbench/internal/units"
@@ -45,9 +44,6 @@ func newSockperfDriver(ctx context.Context, s Setup, c model.Case) (Driver, erro
 		var err error
 		if throughputArgs, err = sockperfThroughputArgs(c); err != nil {
 			return nil, err
-		}
-		if s.Path.Server().Endpoint().NS == nil {
-			return nil, fmt.Errorf("%w: sockperf counts only what it sent, and what arrived is read from the server namespace's UDP counters, which only endpoints on this machine give", ErrCannotRun)
 		}
 	} else if c.Params.RequestSize != c.Params.ResponseSize {
 		return nil, fmt.Errorf("%w: sockperf echoes each request, so request_size (%d) and response_size (%d) must match",
@@ -128,12 +124,13 @@ func sockperfThroughputArgs(c model.Case) ([]string, error) {
 
 // throughput runs sockperf throughput once. sockperf counts only what it
 // sent; what arrived is what the kernel delivered to sockets in the
-// server's namespace, which is cnbench's own and holds no other UDP
-// traffic, over the same run.
+// server's namespace over the same run, read where the server lives (by
+// its agent, for a pod). That namespace is cnbench's own and holds no
+// other UDP traffic, but for a hostNetwork pod's, its node's.
 func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (measure.Exchange, error) {
 	secs := wholeSeconds(dur)
 	args := append([]string{"sockperf", "throughput", "-i", d.target, "-p", d.port, "-t", strconv.Itoa(secs)}, d.throughputArgs...)
-	before, err := netstat.ReadUDP(d.serverSite.Endpoint().NS)
+	before, err := d.serverSite.Read(true)
 	if err != nil {
 		return measure.Exchange{}, err
 	}
@@ -144,7 +141,7 @@ func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (measure.Ex
 	if err := p.Wait(time.Duration(secs)*time.Second + 15*time.Second); err != nil {
 		return measure.Exchange{}, err
 	}
-	after, err := netstat.ReadUDP(d.serverSite.Endpoint().NS)
+	after, err := d.serverSite.Read(true)
 	if err != nil {
 		return measure.Exchange{}, err
 	}
@@ -152,7 +149,7 @@ func (d *sockperfDriver) throughput(c model.Case, dur time.Duration) (measure.Ex
 	if err != nil {
 		return measure.Exchange{}, err
 	}
-	arrived := after.Sub(before).InDatagrams
+	arrived := after.UDP.Sub(before.UDP).InDatagrams
 	if arrived > uint64(r.Messages) {
 		return measure.Exchange{}, fmt.Errorf("sockperf sent %d messages, but %d datagrams arrived at the server's namespace", r.Messages, arrived)
 	}

@@ -56,11 +56,13 @@ type Deployment struct {
 	mu sync.Mutex
 	// services are the Services in front of the servers, by role, for the
 	// modes that have them; fronts are what clients dial for each
-	// published port of a server, and reached what a client has connected
-	// through.
+	// published port of a server; probes the front of each server's
+	// agent, which listens from the start; and reached the servers whose
+	// Service a client has connected through.
 	services map[string]string
 	fronts   map[front]netip.AddrPort
-	reached  map[front]bool
+	probes   map[string]netip.AddrPort
+	reached  map[string]bool
 }
 
 // front is a published port of one server.
@@ -111,7 +113,7 @@ func (c *Cluster) Deploy(ctx context.Context, tok netns.Token, network string, r
 	}
 	d := &Deployment{c: c, network: network, seq: strconv.Itoa(seq), tok: tok,
 		pods: map[string]string{}, nodes: map[string]Node{}, ports: map[string]int{},
-		services: map[string]string{}, fronts: map[front]netip.AddrPort{}, reached: map[front]bool{}}
+		services: map[string]string{}, fronts: map[front]netip.AddrPort{}, probes: map[string]netip.AddrPort{}, reached: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, d.Remove())

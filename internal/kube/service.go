@@ -36,13 +36,14 @@ func (d *Deployment) Publish(ctx context.Context, role string, ports []int) ([]n
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	targets, err := d.createService(ctx, role, ports)
+	targets, probe, err := d.createService(ctx, role, ports)
 	if err != nil {
 		return nil, err
 	}
 	for i, p := range ports {
 		d.fronts[front{role, p}] = targets[i]
 	}
+	d.probes[role] = probe
 	return targets, nil
 }
 
@@ -65,18 +66,15 @@ func (d *Deployment) Expose(ctx context.Context, role string, port int) (netip.A
 	if !ok {
 		return netip.AddrPort{}, fmt.Errorf("kubernetes: port %d of %s has no Service; the case published %v", port, role, d.published(role))
 	}
-	if !d.reached[f] {
-		if err := d.awaitService(ctx, d.services[role], target); err != nil {
+	// A proxy programs a Service's ports together, so the agent's port,
+	// which listens from the start, stands for all: an engine's may
+	// listen for UDP only (sockperf's), or not until its test runs
+	// (netperf's data port).
+	if !d.reached[role] {
+		if err := d.awaitService(ctx, d.services[role], d.probes[role]); err != nil {
 			return netip.AddrPort{}, err
 		}
-		// A proxy programs a Service's ports together, so one port
-		// reached stands for all: the others may have nothing
-		// listening yet, as netperf's data port until its test runs.
-		for g := range d.fronts {
-			if g.role == role {
-				d.reached[g] = true
-			}
-		}
+		d.reached[role] = true
 	}
 	return target, nil
 }
@@ -95,10 +93,12 @@ func (d *Deployment) published(role string) []int {
 
 // createService puts one Service in front of ports of role's pod, for
 // TCP and for UDP: the engines' UDP workloads send to the port their
-// TCP control connection takes.
+// TCP control connection takes. It carries the agent's port too, over
+// TCP, as the probe that shows the Service's rules in place. It returns
+// what clients dial for each port, and the probe's front.
 //
-// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... --protocol TCP (and again UDP) [--type NodePort] --name cnb-TOKEN-svcN-s1
-func (d *Deployment) createService(ctx context.Context, role string, ports []int) ([]netip.AddrPort, error) {
+// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,...,AGENT --protocol TCP (and again UDP) [--type NodePort] --name cnb-TOKEN-svcN-s1
+func (d *Deployment) createService(ctx context.Context, role string, ports []int) (targets []netip.AddrPort, probe netip.AddrPort, err error) {
 	name := d.tok.Name("svc" + d.seq + "-" + role)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.labels("")},
@@ -107,34 +107,38 @@ func (d *Deployment) createService(ctx context.Context, role string, ports []int
 			Ports:    servicePorts(ports, corev1.ProtocolTCP, nil),
 		},
 	}
+	probeAt := slices.Index(ports, d.ports[role])
+	if probeAt < 0 {
+		probeAt = len(ports)
+		svc.Spec.Ports = append(svc.Spec.Ports, servicePorts([]int{d.ports[role]}, corev1.ProtocolTCP, nil)...)
+	}
 	if d.network == NetNodePort {
 		svc.Spec.Type = corev1.ServiceTypeNodePort
 	}
 	services := d.c.cs.CoreV1().Services(d.c.ns)
 	made, err := services.Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes: create service %s: %w", name, err)
+		return nil, probe, fmt.Errorf("kubernetes: create service %s: %w", name, err)
 	}
 	d.services[role] = name
 	// A NodePort's UDP port must be its TCP port's number, which the
 	// cluster chose: UDP joins once it has.
 	made.Spec.Ports = append(made.Spec.Ports, servicePorts(ports, corev1.ProtocolUDP, made.Spec.Ports)...)
 	if made, err = services.Update(ctx, made, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("kubernetes: service %s: add its UDP ports: %w", name, err)
+		return nil, probe, fmt.Errorf("kubernetes: service %s: add its UDP ports: %w", name, err)
 	}
 	ip, err := netip.ParseAddr(made.Spec.ClusterIP)
 	if d.network != NetNodePort && (err != nil || !ip.Is4()) {
-		return nil, fmt.Errorf("kubernetes: service %s: ClusterIP %q is not IPv4, which cnbench's agents number", name, made.Spec.ClusterIP)
+		return nil, probe, fmt.Errorf("kubernetes: service %s: ClusterIP %q is not IPv4, which cnbench's agents number", name, made.Spec.ClusterIP)
 	}
-	var targets []netip.AddrPort
-	for i, sp := range made.Spec.Ports[:len(ports)] {
+	for _, sp := range made.Spec.Ports[:max(len(ports), probeAt+1)] {
 		if d.network == NetNodePort {
 			targets = append(targets, netip.AddrPortFrom(d.nodes[role].Addr, uint16(sp.NodePort)))
 		} else {
-			targets = append(targets, netip.AddrPortFrom(ip, uint16(ports[i])))
+			targets = append(targets, netip.AddrPortFrom(ip, uint16(sp.Port)))
 		}
 	}
-	return targets, nil
+	return targets[:len(ports)], targets[probeAt], nil
 }
 
 // servicePorts are a Service's ports of protocol for ports, on the node

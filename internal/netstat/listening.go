@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -23,10 +22,7 @@ func WaitListening(ctx context.Context, ns *netns.NS, proto string, port int, li
 	if _, ok := listening[proto]; !ok {
 		return fmt.Errorf("protocol %q: expected tcp or udp", proto)
 	}
-	where := "this namespace"
-	if ns != nil {
-		where = ns.Name
-	}
+	where := nameOf(ns)
 	deadline := time.Now().Add(limit)
 	for {
 		ok, err := listens(ns, proto, port)
@@ -49,15 +45,11 @@ func WaitListening(ctx context.Context, ns *netns.NS, proto string, port int, li
 
 // listens reports whether a socket of proto in ns listens on port.
 func listens(ns *netns.NS, proto string, port int) (bool, error) {
-	read := func(name string) ([]byte, error) { return os.ReadFile("/proc/thread-self/net/" + name) }
-	if ns != nil {
-		read = func(name string) ([]byte, error) { return ReadProcNet(ns, name) }
-	}
-	v4, err := read(proto)
+	v4, err := ReadProcNet(ns, proto)
 	if err != nil {
 		return false, err
 	}
-	v6, err := read(proto + "6")
+	v6, err := ReadProcNet(ns, proto+"6")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a kernel without IPv6 has no tcp6
 		return false, err
 	}

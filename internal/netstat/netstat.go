@@ -35,12 +35,11 @@ func ReadLinks(ns *netns.NS) ([]Link, error) {
 	var (
 		h     *netlink.Handle
 		err   error
-		where = "this namespace"
+		where = nameOf(ns)
 	)
 	if ns == nil {
 		h, err = netlink.NewHandle()
 	} else {
-		where = ns.Name
 		h, err = netlink.NewHandleAt(ns.Handle())
 	}
 	if err != nil {
@@ -94,4 +93,12 @@ func Sum(links []Link, counted func(Link) bool) Counters {
 		}
 	}
 	return c
+}
+
+// nameOf names a namespace in messages; nil is the caller's own.
+func nameOf(ns *netns.NS) string {
+	if ns == nil {
+		return "this namespace"
+	}
+	return ns.Name
 }

@@ -54,15 +54,19 @@ func ReadUDP(ns *netns.NS) (UDP, error) {
 func ReadSNMP6(ns *netns.NS, prefix string) (map[string]uint64, error) {
 	data, err := ReadProcNet(ns, "snmp6")
 	if err != nil {
-		return nil, fmt.Errorf("read %s counters in %s: %w", prefix, ns.Name, err)
+		return nil, fmt.Errorf("read %s counters in %s: %w", prefix, nameOf(ns), err)
 	}
 	return parseSNMP6(data, prefix), nil
 }
 
-// ReadProcNet reads the file /proc/net/NAME as the namespace ns sees it.
+// ReadProcNet reads the file /proc/net/NAME as the namespace ns sees it,
+// or as the caller's own does when ns is nil.
 //
 // Equivalent to: ip netns exec NS cat /proc/net/NAME
 func ReadProcNet(ns *netns.NS, name string) ([]byte, error) {
+	if ns == nil {
+		return os.ReadFile("/proc/thread-self/net/" + name)
+	}
 	var data []byte
 	err := ns.Do(func() (err error) {
 		// /proc/net follows the process's namespace; thread-self follows
@@ -97,7 +101,7 @@ func parseSNMP6(data []byte, prefix string) map[string]uint64 {
 func ReadSNMP(ns *netns.NS, section string) (map[string]uint64, error) {
 	data, err := ReadProcNet(ns, "snmp")
 	if err != nil {
-		return nil, fmt.Errorf("read %s counters in %s: %w", section, ns.Name, err)
+		return nil, fmt.Errorf("read %s counters in %s: %w", section, nameOf(ns), err)
 	}
 	return ParseSNMP(data, section)
 }

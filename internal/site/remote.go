@@ -148,7 +148,7 @@ func (s *Remote) StartEngine([]string) (*Engine, error) {
 }
 
 // Read asks the agent for the endpoint's CPU time, its namespace's link
-// counters and its machine's softirq and steal time, in one call.
+// and UDP counters and its machine's softirq and steal time, in one call.
 func (s *Remote) Read(bool) (Reading, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -163,6 +163,7 @@ func (s *Remote) Read(bool) (Reading, error) {
 	return Reading{
 		CPU:       cpu.Usage{User: time.Duration(u.UserNS), System: time.Duration(u.SystemNS)},
 		Links:     sumTraffic(u.Links),
+		UDP:       u.UDP,
 		Namespace: ns,
 		Machine:   &cpu.Machine{Busy: time.Duration(u.BusyNS), Softirq: time.Duration(u.SoftirqNS), Steal: time.Duration(u.StealNS)},
 		Host:      s.Host(),

@@ -148,7 +148,7 @@ type StopRequest struct {
 }
 
 // ProgramRequest starts an external engine (iperf3, netperf, netserver,
-// sockperf) in an endpoint, as cnbench's drivers run it on this machine:
+// ping, sockperf) in an endpoint, as cnbench's drivers run it on this machine:
 // Args is its command line, Args[0] the program. The agent refuses any
 // option cnbench's drivers do not give, and any address but the
 // endpoint's own, cnbench's range and the case's peers.
@@ -212,6 +212,9 @@ type UsageResponse struct {
 	// steal (cpu.Machine's Busy): a node's whole CPU, whatever ran it.
 	BusyNS int64          `json:"busy_ns"`
 	Links  []netstat.Link `json:"links"`
+	// UDP are the UDP counters of the endpoint's namespace: what arrived
+	// of a sockperf throughput run, which counts only what it sent.
+	UDP netstat.UDP `json:"udp"`
 }
 
 // CloseRequest ends a session and removes everything it made.
