@@ -87,6 +87,7 @@ func setTaints(ctx context.Context, t *testing.T, k *Cluster, node string, edit 
 // refusal, records why it could not read kube-proxy's mode, and exits 1.
 func TestRefusedCaseFailsAndTheRunGoesOn(t *testing.T) {
 	c := requireLab(t)
+	t.Parallel() // its numbers need only be there: it runs beside the other runs that hold theirs loosely
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := connect(t, c, imageOK, "")

@@ -278,6 +278,7 @@ func awaitToken(t *testing.T, r io.Reader) netns.Token {
 // (one pod) is skipped saying why, and the run leaves nothing.
 func TestPatternsPlaceAPodPerEndpoint(t *testing.T) {
 	c := requireLab(t)
+	t.Parallel() // its numbers need only be there: it runs beside the other runs that hold theirs loosely
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, out := runOnLab(ctx, t, c, "--modes", "k8s:pod,k8s:service,k8s:hairpin", "--topologies", "chc", "--workloads", "tcp_stream,udp_max_rate",

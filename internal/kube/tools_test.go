@@ -19,6 +19,7 @@ import (
 // counters, through its agent), and what a tool does not run is skipped.
 func TestExternalEnginesRunInPods(t *testing.T) {
 	c := requireLab(t)
+	t.Parallel() // its numbers need only be there: it runs beside the other runs that hold theirs loosely
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	scenario := filepath.Join(t.TempDir(), "tools.yaml")
