@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"cnbench/internal/agent"
 	"cnbench/internal/image"
 	"cnbench/internal/kubelab"
 	"cnbench/internal/netns"
@@ -53,7 +54,9 @@ func run(bin string, extra []string) error {
 		return err
 	}
 	defer lab.Stop()
-	img, err := image.Build(image.Spec{Binary: bin})
+	// With the external engines, as `cnbench image --tools` makes it, so
+	// that a scenario may name them.
+	img, err := image.Build(image.Spec{Binary: bin, Tools: agent.ProgramNames()})
 	if err != nil {
 		return err
 	}
