@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"cnbench/internal/kubelab"
 	"cnbench/internal/mode"
@@ -201,4 +203,58 @@ func TestNodeWithoutCNIIsRefusedSayingWhy(t *testing.T) {
 	if got := (&Cluster{}).unusable(n); got != "" {
 		t.Errorf("a Ready node refused: %q", got)
 	}
+}
+
+// TestDocumentedRoleRunsEveryPath binds the ClusterRole that
+// docs/kubernetes.md tells users to apply (configs/kubernetes/rbac.yaml),
+// and nothing else, to a user with no other rights, and runs every path
+// as that user: each case measures, the record of the cluster holds
+// kube-proxy's mode, and nothing is left.
+func TestDocumentedRoleRunsEveryPath(t *testing.T) {
+	c := requireLab(t)
+	t.Parallel() // its numbers need only be there: it runs beside the other runs that hold theirs loosely
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := os.Open(filepath.Join("..", "..", "configs", "kubernetes", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var role rbacv1.ClusterRole
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role); err != nil || len(role.Rules) == 0 {
+		t.Fatalf("configs/kubernetes/rbac.yaml: %v (%d rules)", err, len(role.Rules))
+	}
+	admin := connect(t, c, imageOK, "default")
+	defer admin.Close()
+	tok := netns.NewToken()
+	role.ObjectMeta = metav1.ObjectMeta{Name: tok.Name("role"), Labels: map[string]string{TokenLabel: string(tok)}}
+	rbac := admin.cs.RbacV1()
+	if _, err := rbac.ClusterRoles().Create(ctx, &role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer rbac.ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: role.ObjectMeta,
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubelab.LimitedUser}}}
+	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer rbac.ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+
+	res, out := controlOnLab(ctx, t, c, filepath.Join(t.TempDir(), "r.db"), "--kubeconfig", c.LimitedKubeconfig,
+		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service,k8s:nodeport,k8s:hairpin", "--topologies", "chc", "--workloads", "tcp_stream",
+		"--samples", "1", "--duration", "300ms", "--warmup", "0s")
+	if len(res.Cases) != 5 {
+		t.Fatalf("%d cases, want one per path:\n%s", len(res.Cases), out)
+	}
+	for _, cs := range res.Cases {
+		if cs.Status != model.StatusOK {
+			t.Errorf("%s as %s with the documented role: %s: %s", cs.Key, kubelab.LimitedUser, cs.Status, cs.Reason)
+		}
+		var d Description
+		if err := json.Unmarshal([]byte(cs.Params.ModeConfig), &d); err != nil || d.KubeProxyMode != "iptables" {
+			t.Errorf("%s: the cluster recorded as %s (%v); want kube-proxy's mode read", cs.Key, cs.Params.ModeConfig, err)
+		}
+	}
+	checkNothingLeft(ctx, t, c, out)
 }

@@ -24,6 +24,7 @@ import (
 	"cnbench/internal/topo"
 	"cnbench/internal/workload"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,16 +38,50 @@ func TestRunMeasuresThroughTheCluster(t *testing.T) {
 	c := requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	client := c.Nodes[len(c.Nodes)-1]
+	before := nicTxBytes(t, client)
 	res, out := runOnLab(ctx, t, c, "--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chhc", "--workloads", "tcp_stream,udp_rr,ping",
 		"--samples", "2", "--duration", "500ms", "--warmup", "200ms")
+	crossed := nicTxBytes(t, client) - before
 	t.Logf("controller:\n%s", out)
 	if len(res.Cases) != 9 {
 		t.Fatalf("%d cases, want three modes, each with three workloads", len(res.Cases))
 	}
+	var streamed uint64
 	for _, cs := range res.Cases {
 		checkCase(t, cs)
+		for _, s := range cs.Samples {
+			if cs.Workload == workload.TCPStream {
+				streamed += uint64(s.Values[model.ReceivedBytes])
+			}
+		}
+	}
+	// Every mode's stream went from the client's node to the server's:
+	// that node's link carried all of it, pod to pod included, or a path
+	// took a way other than between the nodes.
+	t.Logf("the client node's link sent %d bytes; the streams' samples received %d", crossed, streamed)
+	if streamed == 0 || crossed < streamed {
+		t.Errorf("the client node's link %s sent %d bytes while the three modes' streams received %d: some stream did not cross between the nodes", client.NIC, crossed, streamed)
 	}
 	checkNothingLeft(ctx, t, c, out)
+}
+
+// nicTxBytes reads what a node's link to the other nodes has sent.
+func nicTxBytes(t *testing.T, n kubelab.Node) uint64 {
+	t.Helper()
+	var tx uint64
+	err := netns.DoAt(n.Namespace, func() error {
+		l, err := netlink.LinkByName(n.NIC)
+		if err != nil {
+			return err
+		}
+		tx = l.Attrs().Statistics.TxBytes
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read %s's link %s: %v", n.Name, n.NIC, err)
+	}
+	return tx
 }
 
 // runOnLab runs cnbench run with args on the lab's cluster and returns

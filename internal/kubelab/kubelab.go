@@ -124,6 +124,9 @@ type Node struct {
 	PodCIDR netip.Prefix
 	// ContainerdSocket is the node's own containerd.
 	ContainerdSocket string
+	// NIC is the node's link to the others, in its namespace: what
+	// crosses between nodes, its counters count.
+	NIC string
 
 	ns      *netns.NS
 	dir     string

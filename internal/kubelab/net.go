@@ -102,6 +102,7 @@ func (c *Cluster) wireNode(cph *netlink.Handle, br *netlink.Bridge, i int) error
 		return err
 	}
 	nic := c.Token.Name("kn" + strconv.Itoa(i+1))
+	n.NIC = nic
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: c.Token.Name("kv" + strconv.Itoa(i+1)), MasterIndex: br.Attrs().Index},
 		PeerName:      nic,
