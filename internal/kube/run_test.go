@@ -36,6 +36,7 @@ import (
 // deployed by TestDeploysEachPath and measured by the killed run.)
 func TestRunMeasuresThroughTheCluster(t *testing.T) {
 	c := requireLab(t)
+	t.Parallel() // its checks hold under the other runs' load: the nodes' CPU holds its sender's, and their traffic only adds to the link's
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	client := c.Nodes[len(c.Nodes)-1]
@@ -178,6 +179,7 @@ func checkMeasured(t *testing.T, cs model.CaseResult) {
 // --kubeconfig` delete what it left on the cluster, and only that.
 func TestKilledRunIsSweptFromTheCluster(t *testing.T) {
 	c := requireLab(t)
+	t.Parallel() // cleanup leaves the other runs' objects alone, as it must
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := connect(t, c, imageOK, "")
@@ -241,6 +243,7 @@ func resumeOnLab(ctx context.Context, t *testing.T, c *kubelab.Cluster, db strin
 // the cluster is gone by then, with no cleanup.
 func TestHungUpRunRemovesItsPods(t *testing.T) {
 	c := requireLab(t)
+	t.Parallel() // it checks its own run's objects only
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := connect(t, c, imageOK, "default")
