@@ -200,11 +200,7 @@ func (s *session) startProgram(req protocol.ProgramRequest) (protocol.ProgramRes
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p := &programProc{ep: ep, cmd: cmd, stdout: headbuf.New(1 << 20), stderr: headbuf.New(8 << 10), waited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	start := cmd.Start
-	if !ep.self {
-		start = func() error { return ep.ep.NS.Do(cmd.Start) }
-	}
-	if err := start(); err != nil {
+	if err := ep.start(cmd); err != nil {
 		return protocol.ProgramResponse{}, fmt.Errorf("start %s in %s: %w", req.Args[0], ep.ep.Name, err)
 	}
 	s.nextID++
@@ -313,11 +309,8 @@ func (s *session) listening(ctx context.Context, req protocol.ListeningRequest) 
 	if err != nil {
 		return err
 	}
-	ns := ep.ep.NS
-	if ep.self {
-		ns = nil
-	}
-	return netstat.WaitListening(ctx, ns, req.Proto, req.Port, time.Duration(req.TimeoutMS)*time.Millisecond)
+	// The container's own endpoint has no NS: netstat reads the agent's.
+	return netstat.WaitListening(ctx, ep.ep.NS, req.Proto, req.Port, time.Duration(req.TimeoutMS)*time.Millisecond)
 }
 
 // livePIDs are the processes of the session's engines and running

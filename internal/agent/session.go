@@ -65,6 +65,16 @@ type endpoint struct {
 	endedCPU cpu.Usage
 }
 
+// start starts cmd from a thread inside the endpoint's namespace, so the
+// process is born there; the container's own endpoint is where the agent
+// already is.
+func (e *endpoint) start(cmd *exec.Cmd) error {
+	if e.self {
+		return cmd.Start()
+	}
+	return e.ep.NS.Do(cmd.Start)
+}
+
 type engineProc struct {
 	id       string
 	ep       *endpoint
@@ -289,11 +299,7 @@ func (s *session) startEngine(a *Server, req protocol.EngineRequest) (protocol.E
 	if err != nil {
 		return protocol.EngineResponse{}, fmt.Errorf("engine in %s: %w", ep.ep.Name, err)
 	}
-	start := cmd.Start
-	if !ep.self {
-		start = func() error { return ep.ep.NS.Do(cmd.Start) }
-	}
-	if err := start(); err != nil {
+	if err := ep.start(cmd); err != nil {
 		return protocol.EngineResponse{}, fmt.Errorf("start the engine in %s: %w", ep.ep.Name, err)
 	}
 	s.nextID++
@@ -381,10 +387,7 @@ func (s *session) usage(req protocol.UsageRequest) (protocol.UsageResponse, erro
 	if err != nil {
 		return protocol.UsageResponse{}, err
 	}
-	var ns *netns.NS
-	if !ep.self {
-		ns = ep.ep.NS
-	}
+	ns := ep.ep.NS // nil for the container itself: the agent's own
 	links, err := netstat.ReadLinks(ns)
 	if err != nil {
 		return protocol.UsageResponse{}, err
