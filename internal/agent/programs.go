@@ -217,8 +217,9 @@ func (s *session) startProgram(req protocol.ProgramRequest) (protocol.ProgramRes
 	}()
 	if ep.cgroup != nil {
 		if err := ep.cgroup.Add(cmd.Process.Pid); err != nil {
+			// Killed by its PID; the goroutine above reaps it once this
+			// call lets go of the session's lock, which it needs.
 			_ = cmd.Process.Kill()
-			<-p.waited
 			return protocol.ProgramResponse{}, err
 		}
 	}
