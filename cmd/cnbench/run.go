@@ -98,7 +98,7 @@ stopped the run (stored as interrupted; --resume goes on).`,
 	fl.IntVar(&f.samples, "samples", 0, "samples per case (overrides the scenario)")
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite database to store results in")
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes, without a scenario file: "+strings.Join(modes.Names(), ","))
-	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(shownTopologies(), ","))
+	fl.StringSliceVar(&f.topologies, "topologies", nil, "topologies, without a scenario file: "+strings.Join(shownTopologies(), ",")+" (same-node means chc, cross-node chhc)")
 	fl.StringSliceVar(&f.families, "family", nil, "address families, crossed with every topology (replaces the scenario's): ipv4, ipv6, dual (both; traffic over IPv6)")
 	fl.StringSliceVar(&f.workloads, "workloads", nil, "workloads, without a scenario file: "+strings.Join(workload.Names(), ","))
 	fl.StringSliceVar(&f.flows, "flows", nil, "parallel flows per workload, e.g. 1,4")

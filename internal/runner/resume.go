@@ -154,5 +154,6 @@ func Vocabulary() scenario.Vocabulary {
 		BusiestHost:      topo.BusiestHost,
 		CheckTopology:    topo.CheckKind,
 		EndpointsPerHost: modes.EndpointsPerHost,
+		TopologyAliases:  topo.Aliases,
 	}
 }

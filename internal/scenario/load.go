@@ -374,11 +374,12 @@ func (p *parser) topologies(its []item) []Topology {
 func (p *parser) topology(it item) (Topology, bool) {
 	n := it.node
 	if n.Kind == yaml.ScalarNode && !isNull(n) {
-		if msg := p.vocab.topologyMessage(n.Value); msg != "" {
+		name := p.vocab.topologyName(n.Value)
+		if msg := p.vocab.topologyMessage(name); msg != "" {
 			p.report(n, it.path, msg)
 			return Topology{}, false
 		}
-		return Topology{Name: n.Value}, true
+		return Topology{Name: name}, true
 	}
 	if n.Kind != yaml.MappingNode {
 		p.report(n, it.path, "expected a topology name or a mapping with the keys "+quoteList(topologyKeys)+", got "+describe(n))
@@ -394,11 +395,11 @@ func (p *parser) topology(it item) (Topology, bool) {
 	var t Topology
 	if name, ok := p.scalar(item{nameField.value, nameField.path}, "a topology name"); !ok {
 		good = false
-	} else if msg := p.vocab.topologyMessage(name); msg != "" {
+	} else if msg := p.vocab.topologyMessage(p.vocab.topologyName(name)); msg != "" {
 		p.report(nameField.value, nameField.path, msg)
 		good = false
 	} else {
-		t.Name = name
+		t.Name = p.vocab.topologyName(name)
 	}
 	if fd, ok := f["nic_rate"]; ok && !isNull(fd.value) {
 		if text, ok := p.scalar(item{fd.value, fd.path}, "a rate"); !ok {

@@ -128,7 +128,11 @@ func FromAxes(a Axes, v Vocabulary) (*Spec, error) {
 		Modes:    flagWords(&errs, "--modes", "mode", a.Modes, v.Modes),
 		Engines:  []string{defaultEngine},
 	}
-	for _, name := range flagWords(&errs, "--topologies", "topology", a.Topologies, v.Topologies) {
+	topologies := make([]string, len(a.Topologies))
+	for i, name := range a.Topologies {
+		topologies[i] = v.topologyName(name)
+	}
+	for _, name := range flagWords(&errs, "--topologies", "topology", topologies, v.Topologies) {
 		if msg := v.topologyMessage(name); msg != "" {
 			errs.add(&Error{Path: "--topologies", Msg: msg})
 			continue

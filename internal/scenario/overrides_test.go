@@ -149,3 +149,33 @@ func TestFromAxesRejects(t *testing.T) {
 		})
 	}
 }
+
+// Kubernetes' tools' names for the placements name cnbench's topologies,
+// on the command line and in a file alike, and the cases carry cnbench's.
+func TestTopologyAliases(t *testing.T) {
+	v := testVocab
+	v.TopologyAliases = map[string]string{"same-node": "chc", "cross-node": "chhc"}
+	s, err := FromAxes(Axes{Modes: []string{"bridge"}, Workloads: []string{"tcp_rr"},
+		Topologies: []string{"same-node", "cross-node"}}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Topologies) != 2 || s.Topologies[0].Name != "chc" || s.Topologies[1].Name != "chhc" {
+		t.Errorf("--topologies same-node,cross-node gave %+v", s.Topologies)
+	}
+	if _, err := FromAxes(Axes{Modes: []string{"bridge"}, Workloads: []string{"tcp_rr"},
+		Topologies: []string{"same-node", "chc"}}, v); err == nil || !strings.Contains(err.Error(), `"chc" given twice`) {
+		t.Errorf("same-node and chc together: %v", err)
+	}
+	doc := "name: k\nmodes: [bridge]\ntopologies: [same-node, {name: cross-node, mtu: 9000}]\nworkloads: [tcp_rr]\n"
+	f, err := Parse("", []byte(doc), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Topologies) != 2 || f.Topologies[0].Name != "chc" || f.Topologies[1].Name != "chhc" || f.Topologies[1].MTU != 9000 {
+		t.Errorf("file's topologies: %+v", f.Topologies)
+	}
+	if _, err := Parse("", []byte(doc), testVocab); err == nil || !strings.Contains(err.Error(), `unknown topology "same-node"`) {
+		t.Errorf("without aliases: %v", err)
+	}
+}

@@ -108,6 +108,17 @@ type Vocabulary struct {
 	// EndpointsPerHost is how many endpoints a mode places on one host of
 	// a topology; nil takes every mode to hold model.BaseEndpointsPerHost.
 	EndpointsPerHost func(mode, topology string) int
+	// TopologyAliases maps other names for topologies to theirs; a case
+	// records the topology's own name.
+	TopologyAliases map[string]string
+}
+
+// topologyName is the topology an alias stands for, or name itself.
+func (v Vocabulary) topologyName(name string) string {
+	if real, ok := v.TopologyAliases[name]; ok {
+		return real
+	}
+	return name
 }
 
 // topologyMessage says what is wrong with a topology's name, or "".

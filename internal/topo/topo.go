@@ -29,6 +29,11 @@ const (
 // Kinds lists the topologies, in the order docs and doctor show them.
 var Kinds = append([]string{CHC, CHHC, Routed}, VMKinds...)
 
+// Aliases are the names Kubernetes' tools give the two placements
+// (k8s-netperf, perf-tests: same node, across nodes), taken for the
+// topologies they mean wherever a topology is named.
+var Aliases = map[string]string{"same-node": CHC, "cross-node": CHHC}
+
 // NICName is the emulated NIC's name inside every host.
 const NICName = "nic0"
 
