@@ -3,7 +3,8 @@
 # the kernel's user-space tools, the external engines cnbench compares
 # itself with, and the Go modules. Idempotent: installs only what is missing.
 # With --kubernetes it also builds the Kubernetes binaries the tests' lab
-# cluster runs (scripts/build-kubernetes.sh: several minutes, once).
+# cluster runs (scripts/build-kubernetes.sh: several minutes, once), and
+# flannel, its second pod network (scripts/build-flannel.sh: minutes, once).
 set -euo pipefail
 
 kubernetes=0
@@ -65,7 +66,9 @@ if ! command -v go >/dev/null; then
 fi
 cd "$(dirname "$0")/.."
 go mod download
-# The Kubernetes binaries of the tests' lab cluster, built once into a cache.
+# The Kubernetes and flannel binaries of the tests' lab cluster, built once
+# into a cache.
 if ((kubernetes)); then
 	bash scripts/build-kubernetes.sh
+	bash scripts/build-flannel.sh
 fi

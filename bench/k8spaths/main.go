@@ -1,7 +1,7 @@
 // Command k8spaths measures a Kubernetes cluster's paths on this machine:
 // it starts the lab cluster the tests use (two nodes, each a namespace
-// with its own containerd, kubelet and kube-proxy; pods on the CNI ptp
-// plugin; kube-proxy in iptables mode), loads cnbench's image into its
+// with its own containerd, kubelet and kube-proxy; pods on the CNI
+// bridge plugin, or as -cni says; kube-proxy in iptables mode), loads cnbench's image into its
 // nodes, and runs `cnbench run --kubeconfig` against it with the k8s:*
 // modes taking turns, so that each path's overhead against the
 // hostNetwork baseline is a paired ratio. What follows -- is the run's:
@@ -10,7 +10,7 @@
 //
 // Run it as root, after `go build -o cnbench ./cmd/cnbench`:
 //
-//	go run ./bench/k8spaths [-cnbench ./cnbench] [-- [SCENARIO] [--samples 5 --duration 2s ...]]
+//	go run ./bench/k8spaths [-cnbench ./cnbench] [-cni bridge|ptp|flannel] [-- [SCENARIO] [--samples 5 --duration 2s ...]]
 package main
 
 import (
@@ -34,14 +34,15 @@ import (
 
 func main() {
 	bin := flag.String("cnbench", "./cnbench", "the cnbench binary to run, and to put in the nodes' image")
+	cni := flag.String("cni", kubelab.CNIBridge, "the cluster's pod network: "+strings.Join(kubelab.CNIs, ", "))
 	flag.Parse()
-	if err := run(*bin, flag.Args()); err != nil {
+	if err := run(*bin, *cni, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "k8spaths:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, extra []string) error {
+func run(bin, cni string, extra []string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -49,7 +50,7 @@ func run(bin string, extra []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	began := time.Now()
-	lab, err := kubelab.Start(ctx, kubelab.Config{Log: os.Stderr})
+	lab, err := kubelab.Start(ctx, kubelab.Config{Log: os.Stderr, CNI: cni})
 	if err != nil {
 		return err
 	}

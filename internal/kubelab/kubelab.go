@@ -6,9 +6,9 @@
 // kube-scheduler) shares one namespace, which holds a bridge; each node is
 // a namespace of its own, wired to that bridge by a veth, with its own
 // containerd, kubelet and kube-proxy. Pods get their addresses from the
-// node's pod CIDR through Debian's CNI plugins, and static routes join the
-// nodes' pod CIDRs, so no overlay and no controller of the pod network is
-// needed.
+// node's pod CIDR through Debian's CNI plugins (a bridge per node, or a
+// routed veth per pod), and static routes join the nodes' pod CIDRs, so
+// no overlay and no controller of the pod network is needed.
 //
 // Nothing reaches the machine outside those namespaces. Each node's
 // processes share a private mount namespace where the paths kubelet,
@@ -26,10 +26,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,7 +63,51 @@ var Programs = []string{"etcd", "containerd", "containerd-shim-runc-v2", "runc",
 // CNIPlugins those plugins.
 const CNIDir = "/usr/lib/cni"
 
-var CNIPlugins = []string{"ptp", "host-local", "loopback", "portmap"}
+var CNIPlugins = []string{"bridge", "ptp", "host-local", "loopback", "portmap"}
+
+// The pod networks a lab can run.
+const (
+	// CNIBridge puts a node's pods on a bridge (the bridge plugin) with
+	// static routes between the nodes' pod CIDRs: what most
+	// hand-built clusters and kubenet run.
+	CNIBridge = "bridge"
+	// CNIPtp gives each pod a routed veth to its node (the ptp plugin),
+	// with the same routes between nodes.
+	CNIPtp = "ptp"
+	// CNIFlannel runs flanneld on each node with its VXLAN backend: pods
+	// on a bridge per node, as with CNIBridge, and between nodes an
+	// overlay flanneld keeps from the Node objects, in place of the
+	// static routes.
+	CNIFlannel = "flannel"
+)
+
+// CNIs lists the pod networks, the default first.
+var CNIs = []string{CNIBridge, CNIPtp, CNIFlannel}
+
+// FlannelVersion is the flannel release CNIFlannel runs; FlannelBinEnv
+// overrides where its binaries (flanneld, and its CNI plugin flannel)
+// are, DefaultFlannelBin where scripts/build-flannel.sh puts them.
+const (
+	FlannelVersion    = "v0.28.4"
+	FlannelBinEnv     = "CNBENCH_FLANNEL_BIN"
+	DefaultFlannelBin = "/var/cache/cnbench/flannel/" + FlannelVersion + "/bin"
+)
+
+// FlannelBinaries returns the directory holding flanneld and flannel's
+// CNI plugin: $FlannelBinEnv, else DefaultFlannelBin.
+func FlannelBinaries() (string, error) {
+	dir := os.Getenv(FlannelBinEnv)
+	if dir == "" {
+		dir = DefaultFlannelBin
+	}
+	for _, b := range []string{"flanneld", "flannel"} {
+		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("flannel %s's %s is not in %s (set %s to where it is, or build it: bash scripts/build-flannel.sh)",
+				FlannelVersion, b, dir, FlannelBinEnv)
+		}
+	}
+	return dir, nil
+}
 
 // Binaries returns the directory holding the Kubernetes binaries: $BinEnv,
 // else DefaultBin.
@@ -111,6 +157,11 @@ type Config struct {
 	Token netns.Token
 	// Log, when set, is told of the lab's progress.
 	Log io.Writer
+	// CNI is the pod network, one of CNIs; empty means CNIBridge.
+	CNI string
+	// FlannelBin holds flannel's binaries, for CNIFlannel; empty means
+	// FlannelBinaries().
+	FlannelBin string
 }
 
 // Node is one worker node of a lab cluster.
@@ -130,7 +181,7 @@ type Node struct {
 
 	ns      *netns.NS
 	dir     string
-	procs   []*daemon.Process // containerd, kubelet, kube-proxy
+	procs   []*daemon.Process // containerd, kubelet, kube-proxy (, flanneld)
 	sysctls []string          // host-wide sysctls kubelet wants other than they are
 }
 
@@ -150,6 +201,8 @@ type Cluster struct {
 	Nodes     []Node
 	// Token is the run token everything of the lab is named with.
 	Token netns.Token
+	// CNI is the pod network the nodes run, one of CNIs.
+	CNI string
 
 	cfg       Config
 	dir       string
@@ -158,6 +211,7 @@ type Cluster struct {
 	pki       *pki
 	client    *kubernetes.Clientset
 	claimed   bool
+	exposed   []net.Listener // Expose's, closed first on Stop
 	stopOnce  sync.Once
 	stopErr   error
 	startedAt time.Time
@@ -183,6 +237,17 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if cfg.Nodes < 1 || cfg.Nodes > MaxNodes {
 		return nil, fmt.Errorf("kubelab: %d nodes; a lab has 1 to %d", cfg.Nodes, MaxNodes)
 	}
+	if cfg.CNI == "" {
+		cfg.CNI = CNIBridge
+	}
+	if !slices.Contains(CNIs, cfg.CNI) {
+		return nil, fmt.Errorf("kubelab: unknown CNI %q; a lab runs one of %s", cfg.CNI, strings.Join(CNIs, ", "))
+	}
+	if cfg.CNI == CNIFlannel && cfg.FlannelBin == "" {
+		if cfg.FlannelBin, err = FlannelBinaries(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Bin == "" {
 		if cfg.Bin, err = Binaries(); err != nil {
 			return nil, err
@@ -199,7 +264,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := cleanup.Claim(cfg.Token); err != nil {
 		return nil, fmt.Errorf("kubelab: %w", err)
 	}
-	c := &Cluster{cfg: cfg, Token: cfg.Token, startedAt: time.Now(), APIServer: netip.AddrPortFrom(ControlPlaneAddr, APIPort), claimed: true}
+	c := &Cluster{cfg: cfg, Token: cfg.Token, CNI: cfg.CNI, startedAt: time.Now(), APIServer: netip.AddrPortFrom(ControlPlaneAddr, APIPort), claimed: true}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -298,6 +363,9 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) stop() error {
 	start := time.Now()
 	var errs []error
+	for _, ln := range c.exposed {
+		ln.Close()
+	}
 	var nodeNames []string
 	for i := range c.Nodes {
 		n := &c.Nodes[i]

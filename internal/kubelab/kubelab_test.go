@@ -19,6 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+
 	"cnbench/internal/cpu"
 	"cnbench/internal/image"
 	"cnbench/internal/kubelab"
@@ -66,14 +69,15 @@ var (
 
 const testImage = "cnbench.invalid/kubelab-test:1"
 
-// TestClusterRunsPodsAndServices brings up a two-node cluster, runs an
-// HTTP server pod on the first node behind a ClusterIP Service and
-// client pods whose own commands fetch its page: from the other node by
-// the pod's address and by the Service's, from the same node by the
-// Service's, and a pod that fetches its own page through its own Service
-// (hairpin). Each client exits 0 only if it got the page. Stopping the
-// cluster must leave no namespace, process or cgroup behind and the
-// machine's sysctls as they were.
+// TestClusterRunsPodsAndServices brings up a two-node cluster on each
+// pod network the lab runs, runs an HTTP server pod on the first node
+// behind a ClusterIP Service and client pods whose own commands fetch its
+// page: from the other node by the pod's address and by the Service's,
+// from the same node by the pod's and by the Service's, and a pod that
+// fetches its own page through its own Service (hairpin). Each client
+// exits 0 only if it got the page. Stopping the cluster must leave no
+// namespace, process or cgroup behind and the machine's sysctls as they
+// were.
 func TestClusterRunsPodsAndServices(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin, err := kubelab.Binaries()
@@ -83,14 +87,30 @@ func TestClusterRunsPodsAndServices(t *testing.T) {
 	if m := kubelab.Missing(); len(m) > 0 {
 		t.Skipf("skipped: this machine lacks %v", m)
 	}
+	for _, cni := range kubelab.CNIs {
+		t.Run(cni, func(t *testing.T) {
+			if cni == kubelab.CNIFlannel {
+				if _, err := kubelab.FlannelBinaries(); err != nil {
+					t.Skip("skipped: " + err.Error())
+				}
+			}
+			testClusterRunsPodsAndServices(t, bin, cni)
+		})
+	}
+}
+
+func testClusterRunsPodsAndServices(t *testing.T, bin, cni string) {
 	before := readSysctls(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tok := netns.NewToken()
 	start := time.Now()
-	c, err := kubelab.Start(ctx, kubelab.Config{Bin: bin, Token: tok, Log: logWriter{t}})
+	c, err := kubelab.Start(ctx, kubelab.Config{Bin: bin, Token: tok, Log: logWriter{t}, CNI: cni})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.CNI != cni {
+		t.Errorf("the lab runs CNI %q, asked %q", c.CNI, cni)
 	}
 	t.Logf("Start took %v", time.Since(start).Round(time.Millisecond))
 	stopped := false
@@ -102,6 +122,7 @@ func TestClusterRunsPodsAndServices(t *testing.T) {
 
 	checkKubeconfig(t, c)
 	checkNetworking(ctx, t, c, tok)
+	checkPodNetwork(t, c)
 
 	procs := c.Processes()
 	start = time.Now()
@@ -215,6 +236,7 @@ func checkNetworking(ctx context.Context, t *testing.T, c *kubelab.Cluster, tok 
 		"pod-across":     n2 + " " + fetch(server.Status.PodIP+":8080"),
 		"service-across": n2 + " " + fetch(serverIP),
 		"service-same":   n1 + " " + fetch(serverIP),
+		"pod-same":       n1 + " " + fetch(server.Status.PodIP+":8080"),
 		"hairpin":        n1 + " " + serve + "busybox httpd -p 8080 -h /tmp; " + fetch(hairpinIP),
 	}
 	for name, spec := range clients {
@@ -229,6 +251,71 @@ func checkNetworking(ctx context.Context, t *testing.T, c *kubelab.Cluster, tok 
 		}
 		if p.Status.Phase != corev1.PodSucceeded || !bytes.Contains(logs, []byte(page)) {
 			t.Errorf("client %s on %s ended %s, logging %q; want Succeeded with %q", name, p.Spec.NodeName, p.Status.Phase, logs, page)
+		}
+	}
+}
+
+// checkPodNetwork checks that the pods' links are the CNI's: on the
+// bridge and on flannel, the server pod's veth is a port of the first
+// node's bridge, and flannel has its VXLAN link; on ptp, there is no
+// bridge and a pod's veth holds the pod CIDR's gateway address.
+func checkPodNetwork(t *testing.T, c *kubelab.Cluster) {
+	ns, err := vnetns.GetFromPath(c.Nodes[0].Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridges, ports := map[int]string{}, map[int]int{}
+	vethsWithGateway := 0
+	var vxlans []string
+	gw := c.Nodes[0].PodCIDR.Addr().Next()
+	for _, l := range links {
+		if l.Type() == "bridge" {
+			bridges[l.Attrs().Index] = l.Attrs().Name
+		}
+		if l.Type() == "vxlan" {
+			vxlans = append(vxlans, l.Attrs().Name)
+		}
+		if l.Type() != "veth" {
+			continue
+		}
+		ports[l.Attrs().MasterIndex]++
+		addrs, _ := h.AddrList(l, netlink.FAMILY_V4)
+		for _, a := range addrs {
+			if a.IP.Equal(gw.AsSlice()) {
+				vethsWithGateway++
+			}
+		}
+	}
+	if (c.CNI == kubelab.CNIFlannel) != (len(vxlans) == 1) {
+		t.Errorf("node 1 runs CNI %s and has VXLAN links %v; want flannel's one with flannel, none without", c.CNI, vxlans)
+	}
+	switch c.CNI {
+	case kubelab.CNIBridge, kubelab.CNIFlannel:
+		want := c.Token.Name("kcbr")
+		idx := -1
+		for i, name := range bridges {
+			if name == want {
+				idx = i
+			}
+		}
+		// The server at least: the clients that ended may have lost
+		// their sandboxes already.
+		if idx < 0 || ports[idx] < 1 {
+			t.Errorf("node 1 has bridges %v with %v ports; want %s with the server pod's veth", bridges, ports, want)
+		}
+	case kubelab.CNIPtp:
+		if len(bridges) > 0 || vethsWithGateway < 1 {
+			t.Errorf("node 1 has bridges %v and %d veths with the gateway %s; want no bridge and a veth per pod", bridges, vethsWithGateway, gw)
 		}
 	}
 }

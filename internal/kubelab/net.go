@@ -37,8 +37,15 @@ func NodeAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 224, b
 
 // PodCIDR is where node i numbers its pods.
 func PodCIDR(i int) netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(160 + i), 0}), 24)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(160 + i), 0}), PodCIDRBits)
 }
+
+// PodCIDRBits is the length of a node's pod CIDR.
+const PodCIDRBits = 24
+
+// FlannelVXLANPort is the UDP port of flannel's VXLAN between nodes,
+// the kernel's and flannel's default.
+const FlannelVXLANPort = 8472
 
 // KubernetesServiceIP is the ClusterIP of the API server's own Service,
 // the first of ServiceCIDR.
@@ -58,7 +65,7 @@ func ipNet(p netip.Prefix) *net.IPNet {
 //	ip -n CP addr add 198.18.224.1/24 dev cnb-T-kbr; ip -n CP link set cnb-T-kbr up
 //	ip netns add N; ip -n CP link add cnb-T-kvI master cnb-T-kbr type veth peer cnb-T-knI netns N
 //	ip -n N addr add 198.18.224.(10+i)/24 dev cnb-T-knI; ip -n N route add default via 198.18.224.1
-//	ip -n N route add PODCIDR(j) via NODE(j)   (every other node j)
+//	ip -n N route add PODCIDR(j) via NODE(j)   (every other node j; not with flannel)
 //	ip -n CP route add PODCIDR(i) via NODE(i)
 func (c *Cluster) buildNetwork() error {
 	cp, err := netns.Create(c.Token.Name("k8scp"))
@@ -101,6 +108,15 @@ func (c *Cluster) wireNode(cph *netlink.Handle, br *netlink.Bridge, i int) error
 	if err := ns.Sysctl("net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
+	if c.CNI == CNIBridge || c.CNI == CNIFlannel {
+		// kube-proxy's rules must see what the bridge forwards between a
+		// node's pods, or a Service's reply skips its NAT. The setting is
+		// the namespace's own; the module that provides it is the
+		// machine's, and cnbench loads none.
+		if err := ns.Sysctl("net.bridge.bridge-nf-call-iptables", "1"); err != nil {
+			return fmt.Errorf("kubelab: the bridge CNI needs the kernel's br_netfilter module, which is not loaded here (cnbench loads no module; load it, or run the ptp CNI): %w", err)
+		}
+	}
 	nic := c.Token.Name("kn" + strconv.Itoa(i+1))
 	n.NIC = nic
 	veth := &netlink.Veth{
@@ -130,7 +146,8 @@ func (c *Cluster) wireNode(cph *netlink.Handle, br *netlink.Bridge, i int) error
 		return fmt.Errorf("default route in %q: %w", ns.Name, err)
 	}
 	for j := range c.Nodes {
-		if j == i {
+		// flanneld routes to the other nodes' pods through its overlay.
+		if j == i || c.CNI == CNIFlannel {
 			continue
 		}
 		other := &c.Nodes[j]

@@ -81,8 +81,9 @@ func (c *Cluster) writeNodeFiles(n *Node) error {
 	}
 	n.ContainerdSocket = n.path("containerd.sock")
 	return errors.Join(
-		os.WriteFile(n.path("containerd.toml"), []byte(containerdConfig(n)), 0o644),
-		writeJSON(n.path("net.d", "10-kubelab.conflist"), cniConfig(n)),
+		os.WriteFile(n.path("containerd.toml"), []byte(c.containerdConfig(n)), 0o644),
+		c.writeFlannelFiles(n),
+		writeJSON(n.path("net.d", "10-kubelab.conflist"), c.cniConfig(n)),
 		writeJSON(n.path("kubelet.json"), c.kubeletConfig(n)),
 		writeJSON(n.path("proxy.json"), proxyConfig(n)),
 		c.pki.writeKubeconfig(n.path("kubelet.kubeconfig"), c.APIServer, c.pki.nodeTokens[n.Name]),
@@ -104,7 +105,7 @@ func writeJSON(path string, v any) error {
 // own, as lowering it takes CAP_SYS_RESOURCE, which root may lack; pods'
 // network namespaces are named under the state directory, not in
 // /run/netns.
-func containerdConfig(n *Node) string {
+func (c *Cluster) containerdConfig(n *Node) string {
 	return fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -137,27 +138,82 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = %q
     max_conf_num = 1
 `, n.path("containerd", "root"), n.path("containerd", "state"), n.ContainerdSocket, n.ContainerdSocket+".ttrpc",
-		n.path("containerd", "opt"), PauseImage, n.path("containerd", "runc"), CNIDir, n.path("net.d"))
+		n.path("containerd", "opt"), PauseImage, n.path("containerd", "runc"), c.cniBinDir(n), n.path("net.d"))
 }
 
-// cniConfig gives each pod a veth to the node (ptp): the node routes
-// between its pods, to other nodes' pods by the static routes, and
-// kube-proxy's rules see every packet, a pod's to its own Service
-// included, with no bridge in the way.
-func cniConfig(n *Node) map[string]any {
+// cniConfig is the node's pod network. With the bridge, pods reach each
+// other on the node through it and every other address through its
+// gateway address; kube-proxy's rules see the bridged packets too
+// (bridge-nf-call-iptables, which wireNode sets in the node's namespace),
+// and a pod reaches itself through its Service by the hairpin its bridge
+// port allows. With ptp each pod has a veth to the node, which routes
+// between them, so the rules see every packet with no bridge in the way.
+// Either way, other nodes' pods are behind the static routes.
+func (c *Cluster) cniConfig(n *Node) map[string]any {
+	ipam := map[string]any{
+		"type":    "host-local",
+		"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.String()}}},
+		"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+		"dataDir": n.path("cni", "networks"),
+	}
+	version := "1.0.0"
+	var pods map[string]any
+	switch c.CNI {
+	case CNIPtp:
+		pods = map[string]any{"type": "ptp", "mtu": 1500, "ipMasq": false, "ipam": ipam}
+	case CNIBridge:
+		pods = map[string]any{"type": "bridge", "bridge": c.Token.Name("kcbr"), "isGateway": true,
+			"hairpinMode": true, "mtu": 1500, "ipMasq": false, "ipam": ipam}
+	case CNIFlannel:
+		// flannel's plugin hands the pod to the bridge plugin, with the
+		// subnet and MTU flanneld wrote to the node's subnet file and its
+		// own routes; it speaks CNI 0.4 at most.
+		version = "0.4.0"
+		pods = map[string]any{"type": "flannel", "subnetFile": n.path("flannel-subnet.env"), "dataDir": n.path("cni", "flannel"), "delegate": map[string]any{
+			"bridge": c.Token.Name("kcbr"), "isDefaultGateway": true, "hairpinMode": true, "ipMasq": false}}
+	}
 	return map[string]any{
-		"cniVersion": "1.0.0",
+		"cniVersion": version,
 		"name":       "kubelab",
 		"plugins": []any{
-			map[string]any{"type": "ptp", "mtu": 1500, "ipMasq": false, "ipam": map[string]any{
-				"type":    "host-local",
-				"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.String()}}},
-				"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-				"dataDir": n.path("cni", "networks"),
-			}},
+			pods,
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 		},
 	}
+}
+
+// cniBinDir is where the node's containerd finds the CNI plugins:
+// Debian's, and with flannel a directory of the node's that holds
+// flannel's plugin beside links to Debian's, which it delegates to.
+func (c *Cluster) cniBinDir(n *Node) string {
+	if c.CNI == CNIFlannel {
+		return n.path("cni-bin")
+	}
+	return CNIDir
+}
+
+// writeFlannelFiles writes, for flannel, its network's configuration and
+// the node's CNI plugin directory.
+func (c *Cluster) writeFlannelFiles(n *Node) error {
+	if c.CNI != CNIFlannel {
+		return nil
+	}
+	if err := os.MkdirAll(n.path("cni-bin"), 0o755); err != nil {
+		return err
+	}
+	links := map[string]string{"flannel": filepath.Join(c.cfg.FlannelBin, "flannel")}
+	for _, p := range CNIPlugins {
+		links[p] = filepath.Join(CNIDir, p)
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, n.path("cni-bin", name)); err != nil {
+			return err
+		}
+	}
+	return writeJSON(n.path("flannel-net.json"), map[string]any{
+		"Network": ClusterCIDR.String(), "SubnetLen": PodCIDRBits,
+		"Backend": map[string]any{"Type": "vxlan", "VNI": 1, "Port": FlannelVXLANPort},
+	})
 }
 
 // kubeletConfig: the kubelet's server lets the API server in without
@@ -328,7 +384,40 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 			"--config="+n.path("proxy.json")); err != nil {
 			return err
 		}
+		if c.CNI == CNIFlannel {
+			// As flannel's DaemonSet runs it, without the masquerading of
+			// traffic that leaves the cluster: none does here.
+			if _, err := c.startNodeProcess(n, "flanneld", 0, "nsenter", mnt, "--", "env", "NODE_NAME="+n.Name,
+				filepath.Join(c.cfg.FlannelBin, "flanneld"), "--kube-subnet-mgr", "--kubeconfig-file="+c.Kubeconfig,
+				"--iface="+n.NIC, "--net-config-path="+n.path("flannel-net.json"), "--subnet-file="+n.path("flannel-subnet.env"),
+				"--ip-masq=false"); err != nil {
+				return err
+			}
+		}
 	}
+	if c.CNI == CNIFlannel {
+		return c.waitFlannel(ctx)
+	}
+	return nil
+}
+
+// waitFlannel waits until flanneld has written each node's subnet file,
+// which its CNI plugin needs for any pod.
+func (c *Cluster) waitFlannel(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		for {
+			if _, err := os.Stat(n.path("flannel-subnet.env")); err == nil {
+				break
+			}
+			if err := c.checkAlive(ctx, deadline, "flanneld's subnet on "+n.Name); err != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	c.logf("flannel up on %d nodes", len(c.Nodes))
 	return nil
 }
 
