@@ -32,6 +32,28 @@ type NodeInfo struct {
 	OSImage          string `json:"os_image"`
 	ContainerRuntime string `json:"container_runtime"`
 	Kubelet          string `json:"kubelet"`
+	// CNI is the pod network the node's annotations name, where its agent
+	// writes some (flannel, Calico, Cilium), however it was deployed.
+	CNI string `json:"cni,omitempty"`
+}
+
+// cniAnnotations are annotations a CNI's agent writes on its node, and
+// the CNI they name; the value, where it says more, is recorded too.
+var cniAnnotations = []struct{ key, cni string }{
+	{"flannel.alpha.coreos.com/backend-type", "flannel, backend"},
+	{"projectcalico.org/IPv4Address", "calico, node address"},
+	{"network.cilium.io/ipv4-cilium-host", "cilium, host address"},
+	{"io.cilium.network.ipv4-cilium-host", "cilium, host address"},
+}
+
+// nodeCNI names the CNI a node's annotations show, or "".
+func nodeCNI(annotations map[string]string) string {
+	for _, a := range cniAnnotations {
+		if v, ok := annotations[a.key]; ok {
+			return fmt.Sprintf("%s %s (node annotation %s)", a.cni, v, a.key)
+		}
+	}
+	return ""
 }
 
 // Describe says what the named nodes and the cluster run, as JSON. What
@@ -55,7 +77,7 @@ func (c *Cluster) Describe(ctx context.Context, nodes []string) string {
 		}
 		i := n.Status.NodeInfo
 		d.Nodes = append(d.Nodes, NodeInfo{Name: name, Kernel: i.KernelVersion, OSImage: i.OSImage,
-			ContainerRuntime: i.ContainerRuntimeVersion, Kubelet: i.KubeletVersion})
+			ContainerRuntime: i.ContainerRuntimeVersion, Kubelet: i.KubeletVersion, CNI: nodeCNI(n.Annotations)})
 	}
 	data, _ := json.Marshal(d)
 	return string(data)
