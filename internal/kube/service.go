@@ -93,11 +93,22 @@ func (d *Deployment) published(role string) []int {
 
 // createService puts one Service in front of ports of role's pod, for
 // TCP and for UDP: the engines' UDP workloads send to the port their
-// TCP control connection takes. It carries the agent's port too, over
-// TCP, as the probe that shows the Service's rules in place. It returns
-// what clients dial for each port, and the probe's front.
+// TCP control connection takes. It also carries, over TCP, a port of its
+// own to the agent's, which listens from the start: the probe that shows
+// the Service's rules in place. It returns what clients dial for each
+// port, and the probe's front.
 //
-// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,...,AGENT --protocol TCP (and again UDP) [--type NodePort] --name cnb-TOKEN-svcN-s1
+// The Service is made with its TCP ports, and its UDP ports join with
+// the probe in one update: a NodePort's UDP port must be its TCP port's
+// number, which the cluster chooses on creation. As the probe exists
+// only in the updated Service, a connection through it shows that the
+// node's proxy has the update, UDP ports included, and their endpoints,
+// which the same EndpointSlice lists; a probe made with the TCP ports
+// once answered while the UDP ports still had no endpoints, and the
+// proxy refused the first datagrams (iperf3: connection refused).
+//
+// Equivalent to: kubectl expose pod cnb-TOKEN-s1-N --port PORT,... --protocol TCP [--type NodePort] --name cnb-TOKEN-svcN-s1,
+// then kubectl edit to add each PORT for UDP and the probe.
 func (d *Deployment) createService(ctx context.Context, role string, ports []int) (targets []netip.AddrPort, probe netip.AddrPort, err error) {
 	name := d.tok.Name("svc" + d.seq + "-" + role)
 	svc := &corev1.Service{
@@ -106,11 +117,6 @@ func (d *Deployment) createService(ctx context.Context, role string, ports []int
 			Selector: map[string]string{"cnbench.pod": d.pods[role], TokenLabel: string(d.tok)},
 			Ports:    servicePorts(ports, corev1.ProtocolTCP, nil),
 		},
-	}
-	probeAt := slices.Index(ports, d.ports[role])
-	if probeAt < 0 {
-		probeAt = len(ports)
-		svc.Spec.Ports = append(svc.Spec.Ports, servicePorts([]int{d.ports[role]}, corev1.ProtocolTCP, nil)...)
 	}
 	if d.network == NetNodePort {
 		svc.Spec.Type = corev1.ServiceTypeNodePort
@@ -121,24 +127,35 @@ func (d *Deployment) createService(ctx context.Context, role string, ports []int
 		return nil, probe, fmt.Errorf("kubernetes: create service %s: %w", name, err)
 	}
 	d.services[role] = name
-	// A NodePort's UDP port must be its TCP port's number, which the
-	// cluster chose: UDP joins once it has.
 	made.Spec.Ports = append(made.Spec.Ports, servicePorts(ports, corev1.ProtocolUDP, made.Spec.Ports)...)
+	made.Spec.Ports = append(made.Spec.Ports, corev1.ServicePort{Name: "probe", Protocol: corev1.ProtocolTCP,
+		Port: int32(probePort(ports)), TargetPort: intstr.FromInt32(int32(d.ports[role]))})
 	if made, err = services.Update(ctx, made, metav1.UpdateOptions{}); err != nil {
-		return nil, probe, fmt.Errorf("kubernetes: service %s: add its UDP ports: %w", name, err)
+		return nil, probe, fmt.Errorf("kubernetes: service %s: add its UDP ports and probe: %w", name, err)
 	}
 	ip, err := netip.ParseAddr(made.Spec.ClusterIP)
 	if d.network != NetNodePort && (err != nil || !ip.Is4()) {
 		return nil, probe, fmt.Errorf("kubernetes: service %s: ClusterIP %q is not IPv4, which cnbench's agents number", name, made.Spec.ClusterIP)
 	}
-	for _, sp := range made.Spec.Ports[:max(len(ports), probeAt+1)] {
+	front := func(sp corev1.ServicePort) netip.AddrPort {
 		if d.network == NetNodePort {
-			targets = append(targets, netip.AddrPortFrom(d.nodes[role].Addr, uint16(sp.NodePort)))
-		} else {
-			targets = append(targets, netip.AddrPortFrom(ip, uint16(sp.Port)))
+			return netip.AddrPortFrom(d.nodes[role].Addr, uint16(sp.NodePort))
 		}
+		return netip.AddrPortFrom(ip, uint16(sp.Port))
 	}
-	return targets[:len(ports)], targets[probeAt], nil
+	for _, sp := range made.Spec.Ports[:len(ports)] {
+		targets = append(targets, front(sp))
+	}
+	return targets, front(made.Spec.Ports[len(made.Spec.Ports)-1]), nil
+}
+
+// probePort is a Service port for the probe that none of ports is.
+func probePort(ports []int) int {
+	p := 65535
+	for slices.Contains(ports, p) {
+		p--
+	}
+	return p
 }
 
 // servicePorts are a Service's ports of protocol for ports, on the node
