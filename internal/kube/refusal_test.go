@@ -108,7 +108,7 @@ func TestRefusedCaseFailsAndTheRunGoesOn(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "r.db")
 	var out bytes.Buffer
-	ctl := exec.CommandContext(ctx, binary, "run", scenario, "--db", db, "--kubeconfig", c.LimitedKubeconfig)
+	ctl := exec.CommandContext(ctx, binary, "run", scenario, "--db", db, "--kubeconfig", c.LimitedKubeconfigs[0])
 	ctl.Stdout, ctl.Stderr = &out, &out
 	ctl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := netns.DoAt(c.ControlPlane, ctl.Start); err != nil {
@@ -129,8 +129,8 @@ func TestRefusedCaseFailsAndTheRunGoesOn(t *testing.T) {
 			if cs.Status != model.StatusOK || len(cs.Samples) != 1 || cs.Samples[0].Values[model.TransactionsPerS] <= 0 {
 				t.Errorf("%s: %s (%s), want measured: the role allows pods", cs.Key, cs.Status, cs.Reason)
 			}
-			if about := cs.Params.ModeConfig; !strings.Contains(about, "forbidden") || !strings.Contains(about, kubelab.LimitedUser) {
-				t.Errorf("%s: the cluster recorded as %s; want kube-proxy's mode refused to %s, saying so", cs.Key, about, kubelab.LimitedUser)
+			if about := cs.Params.ModeConfig; !strings.Contains(about, "forbidden") || !strings.Contains(about, kubelab.LimitedUsers[0]) {
+				t.Errorf("%s: the cluster recorded as %s; want kube-proxy's mode refused to %s, saying so", cs.Key, about, kubelab.LimitedUsers[0])
 			}
 		case "k8s:service":
 			if cs.Status != model.StatusFailed || !strings.Contains(cs.Reason, "forbidden") || !strings.Contains(cs.Reason, "services") {
@@ -150,7 +150,7 @@ func TestRefusedCaseFailsAndTheRunGoesOn(t *testing.T) {
 // Services. It returns what removes the cluster-wide grant.
 func grantLimitedUser(ctx context.Context, t *testing.T, k *Cluster, tok netns.Token, ns string) (revoke func()) {
 	t.Helper()
-	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubelab.LimitedUser}}
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubelab.LimitedUsers[0]}}
 	labels := map[string]string{TokenLabel: string(tok)}
 	all := []string{"get", "list", "watch", "create", "delete"}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: tok.Name("tenant"), Labels: labels}, Rules: []rbacv1.PolicyRule{
@@ -182,7 +182,7 @@ func grantLimitedUser(ctx context.Context, t *testing.T, k *Cluster, tok netns.T
 	}
 	if err != nil {
 		revoke()
-		t.Fatalf("grant %s: %v", kubelab.LimitedUser, err)
+		t.Fatalf("grant %s: %v", kubelab.LimitedUsers[0], err)
 	}
 	return revoke
 }
@@ -235,13 +235,13 @@ func TestDocumentedRoleRunsEveryPath(t *testing.T) {
 	defer rbac.ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: role.ObjectMeta,
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubelab.LimitedUser}}}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubelab.LimitedUsers[1]}}}
 	if _, err := rbac.ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	defer rbac.ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 
-	res, out := controlOnLab(ctx, t, c, filepath.Join(t.TempDir(), "r.db"), "--kubeconfig", c.LimitedKubeconfig,
+	res, out := controlOnLab(ctx, t, c, filepath.Join(t.TempDir(), "r.db"), "--kubeconfig", c.LimitedKubeconfigs[1],
 		"--modes", "k8s:hostnetwork,k8s:pod,k8s:service,k8s:nodeport,k8s:hairpin", "--topologies", "chc", "--workloads", "tcp_stream",
 		"--samples", "1", "--duration", "300ms", "--warmup", "0s")
 	if len(res.Cases) != 5 {
@@ -249,7 +249,7 @@ func TestDocumentedRoleRunsEveryPath(t *testing.T) {
 	}
 	for _, cs := range res.Cases {
 		if cs.Status != model.StatusOK {
-			t.Errorf("%s as %s with the documented role: %s: %s", cs.Key, kubelab.LimitedUser, cs.Status, cs.Reason)
+			t.Errorf("%s as %s with the documented role: %s: %s", cs.Key, kubelab.LimitedUsers[1], cs.Status, cs.Reason)
 		}
 		var d Description
 		if err := json.Unmarshal([]byte(cs.Params.ModeConfig), &d); err != nil || d.KubeProxyMode != "iptables" {

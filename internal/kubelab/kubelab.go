@@ -190,9 +190,9 @@ type Cluster struct {
 	// Kubeconfig is an admin kubeconfig file, valid for programs run
 	// inside the control plane's namespace.
 	Kubeconfig string
-	// LimitedKubeconfig is LimitedUser's kubeconfig, valid where
-	// Kubeconfig is.
-	LimitedKubeconfig string
+	// LimitedKubeconfigs are LimitedUsers' kubeconfigs, in their order,
+	// valid where Kubeconfig is.
+	LimitedKubeconfigs []string
 	// ControlPlane is the control plane's network namespace path.
 	ControlPlane string
 	// APIServer is the API server's address in the control plane's
@@ -217,11 +217,12 @@ type Cluster struct {
 	startedAt time.Time
 }
 
-// LimitedUser is a user of the lab's API server in no group: the lab
-// authorizes by RBAC, as clusters do, and grants this user nothing, so
-// that a test finds out what cnbench does with what a role it binds
-// allows and refuses.
-const LimitedUser = "cnbench-limited"
+// LimitedUsers are users of the lab's API server in no group: the lab
+// authorizes by RBAC, as clusters do, and grants them nothing, so that a
+// test finds out what cnbench does with what a role it binds allows and
+// refuses. There are two, so that two such tests run side by side
+// without one's binding lending the other's user its rights.
+var LimitedUsers = []string{"cnbench-limited", "cnbench-limited-2"}
 
 // MaxNodes bounds the nodes of a lab: each numbers its pods in one /24 of
 // the cluster's pod CIDR.
@@ -320,9 +321,12 @@ func (c *Cluster) prepare() error {
 		return err
 	}
 	c.Kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
-	c.LimitedKubeconfig = filepath.Join(c.dir, "limited.kubeconfig")
-	if err := c.pki.writeKubeconfig(c.LimitedKubeconfig, c.APIServer, c.pki.userToken); err != nil {
-		return err
+	for i, user := range LimitedUsers {
+		kc := filepath.Join(c.dir, user+".kubeconfig")
+		if err := c.pki.writeKubeconfig(kc, c.APIServer, c.pki.userTokens[i]); err != nil {
+			return err
+		}
+		c.LimitedKubeconfigs = append(c.LimitedKubeconfigs, kc)
 	}
 	if err := c.pki.writeKubeconfig(c.Kubeconfig, c.APIServer, c.pki.adminToken); err != nil {
 		return err

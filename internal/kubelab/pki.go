@@ -31,8 +31,8 @@ type pki struct {
 	// nodeTokens are the kubelets' tokens by node name.
 	nodeTokens map[string]string
 	proxyToken string
-	// userToken is LimitedUser's.
-	userToken string
+	// userTokens are LimitedUsers'.
+	userTokens []string
 }
 
 func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
@@ -42,7 +42,10 @@ func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("kubelab keys: %w", err)
 	}
-	p := &pki{dir: dir, nodeTokens: map[string]string{}, adminToken: randomToken(), proxyToken: randomToken(), userToken: randomToken()}
+	p := &pki{dir: dir, nodeTokens: map[string]string{}, adminToken: randomToken(), proxyToken: randomToken()}
+	for range LimitedUsers {
+		p.userTokens = append(p.userTokens, randomToken())
+	}
 	caKey, caCert, err := p.makeCA()
 	if err != nil {
 		return nil, err
@@ -134,12 +137,14 @@ func randomToken() string {
 }
 
 // writeTokens writes the API server's token file: the admin (in
-// system:masters), each kubelet as its node, kube-proxy, and LimitedUser
-// in no group.
+// system:masters), each kubelet as its node, kube-proxy, and
+// LimitedUsers in no group.
 func (p *pki) writeTokens(nodes []Node) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s,admin,admin,system:masters\n", p.adminToken)
-	fmt.Fprintf(&b, "%s,%s,%s\n", p.userToken, LimitedUser, LimitedUser)
+	for i, user := range LimitedUsers {
+		fmt.Fprintf(&b, "%s,%s,%s\n", p.userTokens[i], user, user)
+	}
 	fmt.Fprintf(&b, "%s,system:kube-proxy,kube-proxy,system:node-proxier\n", p.proxyToken)
 	for _, n := range nodes {
 		tok := randomToken()
