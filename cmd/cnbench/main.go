@@ -179,7 +179,7 @@ cost against the native host baseline.`,
 		newVersionCommand(), newEngineCommand(), newAwakeCommand(), newReachCommand(), newSuitesCommand(), newValidateCommand())
 	root.AddCommand(newPlotCommand(), newCompareCommand(), newExportCommand(), newRunsCommand(), newExplainCommand())
 	root.AddCommand(newGuestAgentCommand())
-	root.AddCommand(newAgentCommand(), newImageCommand())
+	root.AddCommand(newAgentCommand(), newImageCommand(), newClusterCommand())
 	argsAreUsage(root)
 	return root
 }
