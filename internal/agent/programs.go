@@ -53,6 +53,7 @@ var programOptions = map[string]struct {
 	"netperf": {options: map[string]valueKind{
 		"-H": address, "-p": number, "-4": noValue, "-6": noValue, "-l": number, "-P": word, "-a": word, "-A": word,
 		"-j": noValue, "-t": word, "--": noValue, "-k": word, "-m": number, "-r": word, "-D": noValue,
+		"-R": number,
 	}},
 	"sockperf": {options: map[string]valueKind{
 		"-i": address, "-p": number, "--tcp": noValue, "-t": number, "-m": number, "--full-rtt": noValue, "--mps": word,

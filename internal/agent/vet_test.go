@@ -51,6 +51,7 @@ func TestAgentVetsProgramCommandLines(t *testing.T) {
 		{"iperf3 --client 10.96.0.20 --port 5201 --json --time 1 --parallel 4 --length 131072 --connect-timeout 3000 --congestion bbr --no-delay", ""},
 		{"netserver -D -f -L 10.244.1.5,inet -p 12865", ""},
 		{"netperf -H 198.18.1.9 -p 12865 -4 -l 1 -P 0 -a 4096,4096 -A 4096,4096 -j -t TCP_RR -- -P ,12866 -k THROUGHPUT,MEAN_LATENCY -r 1,1 -D", ""},
+		{"netperf -H 198.18.1.9 -p 12865 -4 -l 1 -P 0 -a 4096,4096 -A 4096,4096 -t UDP_STREAM -- -P ,12866 -k LOCAL_SEND_CALLS,REMOTE_RECV_CALLS -m 1472 -R 1", ""},
 		{"sockperf ping-pong -i 10.96.0.20 -p 11111 -t 1 -m 64 --full-rtt --tcp", ""},
 		{"sockperf throughput -i 10.96.0.20 -p 11111 -t 1 -m 1472 --mps=max", ""},
 		{"ping -n -c 21 -i 0.05 -s 56 -W 1 10.96.0.20", ""},

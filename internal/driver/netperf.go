@@ -11,6 +11,7 @@ import (
 	"cnbench/internal/model"
 	"cnbench/internal/site"
 	"cnbench/internal/tools"
+	"cnbench/internal/units"
 )
 
 // netperf talks to netserver on a control port and opens its data
@@ -24,6 +25,7 @@ const (
 // netperfTests maps each workload to netperf's test.
 var netperfTests = map[string]string{
 	"tcp_stream": "TCP_STREAM",
+	"udp_stream": "UDP_STREAM",
 	"tcp_rr":     "TCP_RR",
 	"tcp_crr":    "TCP_CRR",
 	"udp_rr":     "UDP_RR",
@@ -98,9 +100,14 @@ func netperfArgs(c model.Case) ([]string, error) {
 			return nil, fmt.Errorf("%w: cnbench runs netperf with the kernel's defaults; this case sets %s", ErrCannotRun, knob.name)
 		}
 	}
+	if c.Workload == "udp_stream" {
+		if bps, pps, err := units.ParseOfferedRate(p.Rate); err != nil || bps > 0 || pps > 0 {
+			return nil, fmt.Errorf("%w: netperf's UDP_STREAM sends as fast as it can; this case offers %s", ErrCannotRun, p.Rate)
+		}
+	}
 	args := []string{"-t", test}
 	test2 := []string{"--", "-P", "," + strconv.Itoa(netperfDataPort), "-k", strings.Join(tools.NetperfKeys, ",")}
-	if c.Workload == "tcp_stream" {
+	if c.Workload == "tcp_stream" || c.Workload == "udp_stream" {
 		test2 = append(test2, "-m", strconv.Itoa(p.MsgSize))
 	} else {
 		test2 = append(test2, "-r", strconv.Itoa(p.RequestSize)+","+strconv.Itoa(p.ResponseSize))
@@ -133,6 +140,13 @@ func (d *netperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Dur
 		args = append(args, "-j")
 	}
 	args = append(args, d.test...)
+	if c.Workload == "udp_stream" {
+		// netperf keeps a UDP_STREAM's datagrams off routes unless told
+		// (SO_DONTROUTE, against flooding a network by mistake): those
+		// of a pod to another node, or to a NAT's or Service's address,
+		// are routed.
+		args = append(args, "-R", "1")
+	}
 	p, err := d.client.Start(args, nil)
 	if err != nil {
 		return measure.Exchange{}, err
@@ -144,6 +158,19 @@ func (d *netperfDriver) Exchange(ctx context.Context, c model.Case, dur time.Dur
 	}
 	if err != nil {
 		return measure.Exchange{}, err
+	}
+	if c.Workload == "udp_stream" {
+		// What arrived is what netserver received, over the test's time:
+		// the datagrams the sender got out minus those lost on the way.
+		size := int64(c.Params.MsgSize)
+		x := measure.Exchange{SentBytes: r.SentBytes, ReceivedBytes: r.ReceivedBytes, ReceiveTime: r.Elapsed, NoJitter: true}
+		x.SentPackets, x.ReceivedPackets = r.SendCalls, r.ReceiveCalls
+		if x.ReceivedPackets == 0 && size > 0 {
+			x.ReceivedPackets = r.ReceivedBytes / size
+		}
+		x.Lost = max(0, x.SentPackets-x.ReceivedPackets)
+		x.ThroughputBPS = float64(r.ReceivedBytes) * 8 / r.Elapsed.Seconds()
+		return x, nil
 	}
 	if c.Workload == "tcp_stream" {
 		// The time from the precise throughput, not the elapsed time

@@ -16,7 +16,8 @@ import (
 // statistics need netperf's global -j.
 var NetperfKeys = []string{
 	"ELAPSED_TIME", "THROUGHPUT", "THROUGHPUT_UNITS",
-	"LOCAL_BYTES_SENT", "REMOTE_BYTES_RECVD", "LOCAL_TRANSPORT_RETRANS", "TRANSPORT_MSS",
+	"LOCAL_BYTES_SENT", "REMOTE_BYTES_RECVD", "LOCAL_SEND_CALLS", "REMOTE_RECV_CALLS",
+	"LOCAL_TRANSPORT_RETRANS", "TRANSPORT_MSS",
 	"TRANSACTION_RATE", "MEAN_LATENCY", "MIN_LATENCY", "MAX_LATENCY",
 	"P50_LATENCY", "P90_LATENCY", "P99_LATENCY", "STDDEV_LATENCY",
 }
@@ -38,6 +39,10 @@ type NetperfResult struct {
 	// MSS is the connection's maximum segment size (TRANSPORT_MSS), 0
 	// where netperf did not say.
 	MSS int64
+	// SendCalls and ReceiveCalls are the sender's send calls and the
+	// receiver's receive calls: for UDP_STREAM, the datagrams sent and
+	// those that arrived.
+	SendCalls, ReceiveCalls int64
 	// Request/response and connect/request/response: transactions per
 	// second, and their round trips in microseconds.
 	TransactionRate float64
@@ -88,6 +93,12 @@ func ParseNetperf(out []byte) (NetperfResult, error) {
 	}
 	if v, ok := num("TRANSPORT_MSS"); ok && v > 0 {
 		r.MSS = int64(v)
+	}
+	if v, ok := num("LOCAL_SEND_CALLS"); ok && v > 0 {
+		r.SendCalls = int64(v)
+	}
+	if v, ok := num("REMOTE_RECV_CALLS"); ok && v > 0 {
+		r.ReceiveCalls = int64(v)
 	}
 	if bps, ok := bitsPerSecond(kv["THROUGHPUT"], kv["THROUGHPUT_UNITS"]); ok {
 		r.ThroughputBPS = bps

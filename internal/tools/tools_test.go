@@ -160,6 +160,24 @@ func TestParseNetperfStream(t *testing.T) {
 	}
 }
 
+// A UDP_STREAM, unpaced on loopback: the sender's datagrams, of which
+// the receiver's socket took 72%, and the throughput of what arrived.
+func TestParseNetperfUDPStream(t *testing.T) {
+	r, err := ParseNetperf(read(t, "netperf-udp-stream.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SendCalls != 146983 || r.ReceiveCalls != 106465 || r.SentBytes != 146983*1472 || r.ReceivedBytes != 106465*1472 {
+		t.Errorf("sent %d datagrams (%d bytes), received %d (%d bytes)", r.SendCalls, r.SentBytes, r.ReceiveCalls, r.ReceivedBytes)
+	}
+	if r.HasRetransmits {
+		t.Errorf("a UDP stream with retransmits %d", r.Retransmits)
+	}
+	if math.Abs(r.ThroughputBPS-float64(r.ReceivedBytes)*8/r.Elapsed.Seconds()) > 1e5 {
+		t.Errorf("throughput %v bit/s is not what arrived over %v", r.ThroughputBPS, r.Elapsed)
+	}
+}
+
 func TestParseNetperfRequestResponse(t *testing.T) {
 	for _, tc := range []struct {
 		file          string

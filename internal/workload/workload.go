@@ -183,7 +183,7 @@ var rows = []Row{{
 	Axes: streamAxes, Knobs: knobs(patternKnobs, []string{"rate"}, socketKnobs),
 	// 1472 bytes is the largest datagram one 1500-byte frame holds.
 	Defaults: Defaults{Flows: 1, MsgSize: 1472}, Bounds: udpBounds,
-	PrimaryMetric: model.ThroughputBPS, Engines: []string{"iperf3", "sockperf"},
+	PrimaryMetric: model.ThroughputBPS, Engines: []string{"iperf3", "sockperf", "netperf"},
 }, {
 	Name: UDPMaxRate, Transport: UDP, Shape: MaxRateSearch,
 	Axes: streamAxes, Knobs: knobs(patternKnobs, []string{"loss_threshold"}, socketKnobs),

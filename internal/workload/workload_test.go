@@ -67,7 +67,7 @@ func TestByEngine(t *testing.T) {
 		"iperf3":   {TCPStream, UDPStream},
 		"sockperf": {TCPRR, UDPStream, UDPRR},
 		"ping":     {Ping},
-		"netperf":  {TCPStream, TCPRR, TCPCRR, UDPRR},
+		"netperf":  {TCPStream, TCPRR, TCPCRR, UDPStream, UDPRR},
 	}
 	got := ByEngine()
 	if len(got) != len(want) {
