@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,16 +24,32 @@ import (
 	"cnbench/internal/testutil"
 )
 
-// buildBinary compiles cnbench once for the tests that run it as a real
-// process.
+// built is the cnbench binary the tests that run it as a real process
+// share: linking it takes seconds, a dozen tests need it, and none
+// changes it. TestMain removes it.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// buildBinary compiles cnbench, once for all the tests that run it as a
+// real process.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cnbench")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "test-cnbench-bin-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "cnbench")
+		if out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.path
 }
 
 // systemState is what a run could leak: named namespaces, links and

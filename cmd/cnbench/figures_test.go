@@ -85,6 +85,7 @@ type jsonFigures struct {
 // the simple arithmetic below rather than the report's code.
 func TestReportFiguresRecomputed(t *testing.T) {
 	testutil.RequireRoot(t)
+	t.Parallel() // its figures are recomputed from its own samples, whatever the load: it runs beside the study suites
 	dir := t.TempDir()
 	file, db := writeScenario(t, dir, "figures.yaml", figuresScenario), filepath.Join(dir, "figures.db")
 	code, out, stderr := runCLI(t, "run", file, "--db", db, "--quiet", "--order", "sequential")

@@ -38,6 +38,7 @@ workloads:
 // engine, which counted its own UDP socket among the flows'.
 func TestEveryLimitsBoundaryRuns(t *testing.T) {
 	testutil.RequireRoot(t)
+	t.Parallel() // it holds its runs to running, not to numbers: it runs beside the study suites
 	dir := t.TempDir()
 	file, db := writeScenario(t, dir, "limits.yaml", limitsScenario), filepath.Join(dir, "limits.db")
 	code, out, stderr := runCLI(t, "run", file, "--db", db, "--quiet", "--order", "sequential")
