@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,16 +23,17 @@ import (
 
 // validateFlags are validate's settings.
 type validateFlags struct {
-	modes    []string
-	topology string
-	family   string
-	samples  int
-	sampling samplingFlags
-	place    string
-	duration time.Duration
-	db       string
-	th       validate.Thresholds
-	quiet    bool
+	modes     []string
+	workloads []string
+	topology  string
+	family    string
+	samples   int
+	sampling  samplingFlags
+	place     string
+	duration  time.Duration
+	db        string
+	th        validate.Thresholds
+	quiet     bool
 }
 
 func newValidateCommand() *cobra.Command {
@@ -39,9 +41,10 @@ func newValidateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the native engine against iperf3, sockperf and the kernel's counters",
-		Long: `Validate runs tcp_stream, tcp_rr and udp_rr on each chosen mode with the
-native engine and with every external engine installed, and prints per
-mode two kinds of check, each row named by its kind. Needs root.
+		Long: `Validate runs tcp_stream, tcp_rr and udp_rr (or those --workloads names)
+on each chosen mode with the native engine and with every external engine
+installed, and prints per mode two kinds of check, each row named by its
+kind. Needs root.
 
 Accuracy holds each engine's numbers to the kernel's counters: each
 stream engine's received bytes over the TCP payload the receiver's
@@ -93,6 +96,7 @@ another run may land on the other side.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.modes, "modes", nil, "modes to validate (default: every mode this machine supports)")
 	fl.StringVar(&f.topology, "topology", "chc", "topology to validate on")
+	fl.StringSliceVar(&f.workloads, "workloads", validate.Workloads, "workloads to validate, and so the checks: tcp_stream (throughput, received bytes), tcp_rr, udp_rr (round trips, udp loss)")
 	fl.StringVar(&f.family, "family", "ipv4", "address family of the topology: ipv4, ipv6 or dual (traffic over IPv6)")
 	fl.IntVar(&f.samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
 	f.sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: true},
@@ -225,12 +229,20 @@ func validateSpec(f validateFlags) (*scenario.Spec, error) {
 		Name:       "validate",
 		Modes:      f.modes,
 		Topologies: []scenario.Topology{{Name: f.topology, Family: model.FamilyKey(family)}},
-		Workloads: []scenario.Workload{
-			{Type: "tcp_stream", Flows: []int{1}, MsgSizes: []int{128 << 10}},
-			{Type: "tcp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},
-			{Type: "udp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},
-		},
-		Engines: validateEngines,
+		Engines:    validateEngines,
+	}
+	workloads := map[string]scenario.Workload{
+		"tcp_stream": {Type: "tcp_stream", Flows: []int{1}, MsgSizes: []int{128 << 10}},
+		"tcp_rr":     {Type: "tcp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},
+		"udp_rr":     {Type: "udp_rr", Flows: []int{1}, RequestSizes: []int{64}, ResponseSizes: []int{64}},
+	}
+	if err := scenario.CheckNames("--workloads", "workload", f.workloads, validate.Workloads); err != nil {
+		return nil, err
+	}
+	for _, name := range validate.Workloads {
+		if slices.Contains(f.workloads, name) {
+			spec.Workloads = append(spec.Workloads, workloads[name])
+		}
 	}
 	warmup := time.Second
 	o := scenario.Overrides{Duration: &f.duration, Warmup: &warmup, Samples: &f.samples, Placements: []string{f.place}}

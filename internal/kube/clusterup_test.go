@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"cnbench/internal/kubelab"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
+	"cnbench/internal/store/storetest"
 )
 
 // TestClusterUpRunDown brings a second local cluster up with `cnbench
@@ -21,9 +23,10 @@ import (
 // namespace through the kubeconfig cluster up wrote, the three paths in
 // both placements over TCP, UDP and round trips with the names
 // Kubernetes' tools give the placements (the command the docs show), and
-// brings it down with `cnbench cluster down`: every case measures, paired
-// with hostNetwork, with the nodes' CPU, and nothing of the cluster is
-// left.
+// brings it down with `cnbench cluster down`: every case measures, on the
+// nodes it names, paired with hostNetwork, with the nodes' CPU and the
+// record of what the cluster runs; the streams across nodes crossed the
+// client node's link (its counters); and nothing of the cluster is left.
 func TestClusterUpRunDown(t *testing.T) {
 	requireLab(t) // the binary, and a machine that runs clusters
 	t.Parallel()  // its own cluster; its checks hold under the other tests' load
@@ -65,15 +68,30 @@ func TestClusterUpRunDown(t *testing.T) {
 	if code, out := cli("cluster", "up", "--kubeconfig", kc); code != 2 || !strings.Contains(out, "exists") {
 		t.Errorf("a second cluster up onto the same kubeconfig exited %d: %s", code, out)
 	}
-	if code, out := cli("cluster", "status"); code != 0 || !strings.Contains(out, "cluster "+string(tok)+": up, process") || !strings.Contains(out, kc) {
-		t.Errorf("cluster status exited %d:\n%s", code, out)
+	code, statusOut := cli("cluster", "status")
+	if code != 0 || !strings.Contains(statusOut, "cluster "+string(tok)+": up, process") || !strings.Contains(statusOut, kc) {
+		t.Errorf("cluster status exited %d:\n%s", code, statusOut)
 	}
 
+	// The client node's link to the other node carries every stream
+	// across nodes, pod to pod included, or a path took another way.
+	nodes := regexp.MustCompile(`\((cnb-[0-9a-f]{4}-k8sn1), (cnb-[0-9a-f]{4}-k8sn2)\)`).FindStringSubmatch(statusOut)
+	if nodes == nil {
+		t.Fatalf("cluster status names no two nodes:\n%s", statusOut)
+	}
+	nics := map[string]kubelab.Node{}
+	for i, name := range nodes[1:] {
+		nics[name] = kubelab.Node{Name: name, Namespace: filepath.Join(netns.RunDir, name), NIC: kubelab.NodeNIC(tok, i+1)}
+	}
+	before := map[string]uint64{}
+	for name, n := range nics {
+		before[name] = nicTxBytes(t, n)
+	}
 	db := filepath.Join(dir, "r.db")
 	start = time.Now()
 	code, out = cli("run", "--db", db, "--kubeconfig", kc, "--modes", "k8s:hostnetwork,k8s:pod,k8s:service",
 		"--topologies", "same-node,cross-node", "--workloads", "tcp_stream,tcp_rr,udp_stream",
-		"--samples", "2", "--duration", "400ms", "--warmup", "200ms")
+		"--samples", "2", "--duration", "300ms", "--warmup", "100ms")
 	t.Logf("run (%v):\n%s", time.Since(start).Round(time.Millisecond), out)
 	if code != 0 {
 		t.Fatalf("run exited %d", code)
@@ -83,6 +101,32 @@ func TestClusterUpRunDown(t *testing.T) {
 		t.Fatalf("report exited %d: %s", code, rep)
 	}
 	checkClusterReport(t, rep)
+	res := storetest.LoadRun(t, db, 1)
+	streamed := map[string]uint64{}
+	for _, cs := range res.Cases {
+		checkMeasured(t, cs)
+		if cs.Topology != "chhc" || (cs.Workload != "tcp_stream" && cs.Workload != "udp_stream") {
+			continue
+		}
+		for _, s := range cs.Samples {
+			streamed[cs.Params.ClientNode] += uint64(s.Values[model.ReceivedBytes])
+		}
+	}
+	if len(streamed) == 0 {
+		t.Error("no stream across nodes was measured")
+	}
+	for name, bytes := range streamed {
+		n, ok := nics[name]
+		if !ok {
+			t.Errorf("a client on node %q, not one of the cluster's %v", name, nodes[1:])
+			continue
+		}
+		crossed := nicTxBytes(t, n) - before[name]
+		t.Logf("%s's link sent %d bytes; the streams from its pods received %d", name, crossed, bytes)
+		if crossed < bytes {
+			t.Errorf("%s's link %s sent %d bytes while the streams from it across nodes received %d: some did not cross between the nodes", name, n.NIC, crossed, bytes)
+		}
+	}
 
 	start = time.Now()
 	code, out = cli("cluster", "down", string(tok))

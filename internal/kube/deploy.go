@@ -268,6 +268,11 @@ func (d *Deployment) container(role string, port int) corev1.Container {
 			"--ca", secretDir + "/ca.pem", "--cert", secretDir + "/agent.pem", "--key", secretDir + "/agent-key.pem",
 			"--timeout", "30s"},
 		VolumeMounts: []corev1.VolumeMount{{Name: "pki", MountPath: secretDir, ReadOnly: true}},
+		// An agent that exits on an error says why in its log's last
+		// lines, which then stand as the container's message, and so
+		// in the case's reason: a hostNetwork agent's port taken on its
+		// node by another run's had ended with an empty one.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
 			PeriodSeconds: 1,

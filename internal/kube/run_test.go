@@ -28,45 +28,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestRunMeasuresThroughTheCluster runs cnbench as a user would, with
-// --kubeconfig, on the hostNetwork baseline, pod to pod and through a
-// ClusterIP Service across two nodes, over TCP and UDP, the modes taking
-// turns: every case measures, on the nodes it names, with the nodes'
-// CPU, and the run leaves nothing on the cluster. (One node's paths are
-// deployed by TestDeploysEachPath and measured by the killed run.)
-func TestRunMeasuresThroughTheCluster(t *testing.T) {
-	c := requireLab(t)
-	t.Parallel() // its checks hold under the other runs' load: the nodes' CPU holds its sender's, and their traffic only adds to the link's
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	client := c.Nodes[len(c.Nodes)-1]
-	before := nicTxBytes(t, client)
-	res, out := runOnLab(ctx, t, c, "--modes", "k8s:hostnetwork,k8s:pod,k8s:service", "--topologies", "chhc", "--workloads", "tcp_stream,udp_rr,ping",
-		"--samples", "2", "--duration", "500ms", "--warmup", "200ms")
-	crossed := nicTxBytes(t, client) - before
-	t.Logf("controller:\n%s", out)
-	if len(res.Cases) != 9 {
-		t.Fatalf("%d cases, want three modes, each with three workloads", len(res.Cases))
-	}
-	var streamed uint64
-	for _, cs := range res.Cases {
-		checkCase(t, cs)
-		for _, s := range cs.Samples {
-			if cs.Workload == workload.TCPStream {
-				streamed += uint64(s.Values[model.ReceivedBytes])
-			}
-		}
-	}
-	// Every mode's stream went from the client's node to the server's:
-	// that node's link carried all of it, pod to pod included, or a path
-	// took a way other than between the nodes.
-	t.Logf("the client node's link sent %d bytes; the streams' samples received %d", crossed, streamed)
-	if streamed == 0 || crossed < streamed {
-		t.Errorf("the client node's link %s sent %d bytes while the three modes' streams received %d: some stream did not cross between the nodes", client.NIC, crossed, streamed)
-	}
-	checkNothingLeft(ctx, t, c, out)
-}
-
 // nicTxBytes reads what a node's link to the other nodes has sent.
 func nicTxBytes(t *testing.T, n kubelab.Node) uint64 {
 	t.Helper()

@@ -89,6 +89,7 @@ func TestClusterRunsPodsAndServices(t *testing.T) {
 	}
 	for _, cni := range kubelab.CNIs {
 		t.Run(cni, func(t *testing.T) {
+			t.Parallel() // a lab of each CNI at once: each is its own namespaces, cgroups and files
 			if cni == kubelab.CNIFlannel {
 				if _, err := kubelab.FlannelBinaries(); err != nil {
 					t.Skip("skipped: " + err.Error())

@@ -117,7 +117,7 @@ func (c *Cluster) wireNode(cph *netlink.Handle, br *netlink.Bridge, i int) error
 			return fmt.Errorf("kubelab: the bridge CNI needs the kernel's br_netfilter module, which is not loaded here (cnbench loads no module; load it, or run the ptp CNI): %w", err)
 		}
 	}
-	nic := c.Token.Name("kn" + strconv.Itoa(i+1))
+	nic := NodeNIC(c.Token, i+1)
 	n.NIC = nic
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: c.Token.Name("kv" + strconv.Itoa(i+1)), MasterIndex: br.Attrs().Index},
@@ -157,6 +157,10 @@ func (c *Cluster) wireNode(cph *netlink.Handle, br *netlink.Bridge, i int) error
 	}
 	return nil
 }
+
+// NodeNIC is the name of node i's link to the others (i from 1), in the
+// node's namespace, in a lab of token tok.
+func NodeNIC(tok netns.Token, i int) string { return tok.Name("kn" + strconv.Itoa(i)) }
 
 func upWithAddr(h *netlink.Handle, link netlink.Link, addr netip.Prefix) error {
 	if err := h.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: addr.Addr().AsSlice(), Mask: net.CIDRMask(addr.Bits(), 32)}}); err != nil {

@@ -476,6 +476,7 @@ func TestDisturbedSamplesAreRetakenWithinBounds(t *testing.T) {
 func TestTurnsStopWhenDecided(t *testing.T) {
 	testutil.RequireTool(t, "iperf3")
 	testutil.RequireTool(t, "sockperf")
+	t.Parallel() // it counts turns, not what they measure: it runs beside the lock test
 	r, st := newTestRunner(t)
 	r.opts.MaxSamples = 4
 	var asked []string

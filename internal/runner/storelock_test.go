@@ -22,6 +22,7 @@ import (
 // lost.
 func TestSampleKeptWhileStoreLocked(t *testing.T) {
 	testutil.RequireRoot(t)
+	t.Parallel() // it waits 12 s on a lock: the other tests that hold no timing run meanwhile
 	path := filepath.Join(t.TempDir(), "locked.db")
 	st, err := store.Open(path)
 	if err != nil {

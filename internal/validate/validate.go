@@ -16,6 +16,7 @@ package validate
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"cnbench/internal/model"
 	"cnbench/internal/stats"
@@ -238,20 +239,38 @@ func Compare(res *model.RunResult, th Thresholds) []Check {
 		got := func(workload, engine, metric string) ([]float64, string) {
 			return measured(res, k.mode, k.topo, workload, engine, metric)
 		}
+		// A workload the run did not ask for has no checks: a run of
+		// the stream alone says nothing of round trips.
+		ran := func(workload string) bool {
+			return slices.ContainsFunc(res.Cases, func(c model.CaseResult) bool {
+				return c.Mode == k.mode && c.Topology == k.topo && c.Workload == workload
+			})
+		}
 		path := Check{Mode: k.mode, Topology: k.topo}
+		first := len(checks)
 		for _, cmp := range comparisons {
-			checks = append(checks, cmp.check(path, got, th))
+			if ran(cmp.workload) {
+				checks = append(checks, cmp.check(path, got, th))
+			}
 		}
-		judgeTogether(checks[len(checks)-len(comparisons):])
-		for _, engine := range wireEngines {
-			checks = append(checks, wireCheck(path, got, engine, th))
+		judgeTogether(checks[first:])
+		if ran("tcp_stream") {
+			for _, engine := range wireEngines {
+				checks = append(checks, wireCheck(path, got, engine, th))
+			}
 		}
-		for _, engine := range lossEngines {
-			checks = append(checks, lossCheck(path, got, engine, th))
+		if ran("udp_rr") {
+			for _, engine := range lossEngines {
+				checks = append(checks, lossCheck(path, got, engine, th))
+			}
 		}
 	}
 	return checks
 }
+
+// Workloads are the workloads a validation runs, whose checks Compare
+// derives.
+var Workloads = []string{"tcp_stream", "tcp_rr", "udp_rr"}
 
 // settledWithin reports whether the whole interval lies within the limit.
 func (c Check) settledWithin() bool {
