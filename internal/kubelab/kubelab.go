@@ -3,9 +3,9 @@
 // Kubernetes driver, and removes it again leaving nothing behind.
 //
 // The control plane (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler) shares one namespace, which holds a bridge; each node is
-// a namespace of its own, wired to that bridge by a veth, with its own
-// containerd, kubelet and kube-proxy. Pods get their addresses from the
+// kube-scheduler) shares one namespace; each node is a namespace of its
+// own, with its own containerd, kubelet and kube-proxy; each is cabled by
+// a veth to a bridge in a switch's namespace. Pods get their addresses from the
 // node's pod CIDR through Debian's CNI plugins (a bridge per node, or a
 // routed veth per pod), and static routes join the nodes' pod CIDRs, so
 // no overlay and no controller of the pod network is needed.
@@ -207,6 +207,7 @@ type Cluster struct {
 	cfg       Config
 	dir       string
 	cp        *netns.NS
+	sw        *netns.NS         // the switch the nodes and the control plane are cabled to
 	cpProcs   []*daemon.Process // etcd, apiserver, controller-manager, scheduler
 	pki       *pki
 	client    *kubernetes.Clientset
