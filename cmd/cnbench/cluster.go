@@ -144,6 +144,19 @@ to a process of its own (its log is in ` + clusterDir() + `). With
 			if _, err := os.Stat(o.kubeconfig); err == nil {
 				return usageError(fmt.Errorf("--kubeconfig %s exists; name another file, or remove it (a cluster up writes a new one)", o.kubeconfig))
 			}
+			// What the cluster needs from the machine, said here rather
+			// than from the end of a detached process's log.
+			if _, err := kubelab.Binaries(); err != nil {
+				return err
+			}
+			if o.cni == kubelab.CNIFlannel {
+				if _, err := kubelab.FlannelBinaries(); err != nil {
+					return err
+				}
+			}
+			if m := kubelab.Missing(); len(m) > 0 {
+				return fmt.Errorf("this machine lacks %s (bash scripts/setup.sh installs them)", strings.Join(m, ", "))
+			}
 			if o.foreground {
 				return o.hold(cmd)
 			}
