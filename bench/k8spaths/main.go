@@ -57,16 +57,7 @@ func run(bin, cni string, extra []string) error {
 	defer lab.Stop()
 	// With the external engines, as `cnbench image --tools` makes it, so
 	// that a scenario may name them.
-	img, err := image.Build(image.Spec{Binary: bin, Tools: agent.ProgramNames()})
-	if err != nil {
-		return err
-	}
-	archive := filepath.Join(os.TempDir(), lab.Token.Name("k8spaths")+".tar")
-	defer os.Remove(archive)
-	if err := image.WriteArchive(archive, image.Tag(), img); err != nil {
-		return err
-	}
-	if err := lab.LoadImage(ctx, archive); err != nil {
+	if err := lab.Load(ctx, image.Spec{Binary: bin, Tools: agent.ProgramNames()}, image.Tag()); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "k8spaths: lab cluster of %d nodes ready with cnbench's image in %s\n", len(lab.Nodes), time.Since(began).Round(time.Millisecond))

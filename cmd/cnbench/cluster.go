@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -302,7 +301,13 @@ func (o clusterUpOptions) hold(cmd *cobra.Command) (err error) {
 		rec.Nodes = append(rec.Nodes, n.Name)
 	}
 	if !o.noImage {
-		if err := loadOwnImage(ctx, lab); err != nil {
+		// With the external engines this machine has, as `cnbench
+		// image --tools` makes it, so that a run may name them.
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		if err := lab.Load(ctx, image.Spec{Binary: self, Tools: agent.ProgramNames()}, image.Tag()); err != nil {
 			return err
 		}
 	}
@@ -328,25 +333,6 @@ func (o clusterUpOptions) hold(cmd *cobra.Command) (err error) {
 		return nil // the detached holder's stop is the normal end of its work
 	}
 	return interrupted(ctx, errors.New("cluster stopped"))
-}
-
-// loadOwnImage puts cnbench's image, with the external engines this
-// machine has, on every node.
-func loadOwnImage(ctx context.Context, lab *kubelab.Cluster) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	img, err := image.Build(image.Spec{Binary: self, Tools: agent.ProgramNames()})
-	if err != nil {
-		return fmt.Errorf("cnbench's image: %w", err)
-	}
-	archive := filepath.Join(os.TempDir(), lab.Token.Name("img")+".tar")
-	defer os.Remove(archive)
-	if err := image.WriteArchive(archive, image.Tag(), img); err != nil {
-		return err
-	}
-	return lab.LoadImage(ctx, archive)
 }
 
 func writeRecord(r clusterRecord) error {

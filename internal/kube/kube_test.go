@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -71,16 +70,7 @@ func startLab() (stop func(), why string) {
 		}
 		cleanup()
 	}
-	img, err := image.Build(image.Spec{Binary: path, Tools: agent.ProgramNames()})
-	archive := filepath.Join(os.TempDir(), "cnbench-kube-test-"+string(c.Token)+".tar")
-	defer os.Remove(archive)
-	if err == nil {
-		err = image.WriteArchive(archive, image.Tag(), img)
-	}
-	if err == nil {
-		err = c.LoadImage(ctx, archive)
-	}
-	if err != nil {
+	if err := c.Load(ctx, image.Spec{Binary: path, Tools: agent.ProgramNames()}, image.Tag()); err != nil {
 		return stop, ""
 	}
 	lab, imageOK, binary = c, image.Tag(), path

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/rest"
 
@@ -49,6 +52,22 @@ func (c *Cluster) CA() []byte { return c.pki.caPEM }
 
 // AdminToken is the bearer token of the cluster's admin.
 func (c *Cluster) AdminToken() string { return c.pki.adminToken }
+
+// Load builds the image spec describes, tags it, and loads it into every
+// node's containerd through an archive in the lab's directory, removed
+// once loaded.
+func (c *Cluster) Load(ctx context.Context, spec image.Spec, tag string) error {
+	img, err := image.Build(spec)
+	if err != nil {
+		return fmt.Errorf("kubelab: image %s: %w", tag, err)
+	}
+	archive := filepath.Join(c.dir, "load-"+strings.NewReplacer("/", "_", ":", "_").Replace(tag)+".tar")
+	defer os.Remove(archive)
+	if err := image.WriteArchive(archive, tag, img); err != nil {
+		return err
+	}
+	return c.LoadImage(ctx, archive)
+}
 
 // LoadImage imports an image archive (`docker save` layout, as `cnbench
 // image` writes) into every node's containerd, where kubelet finds it:

@@ -208,15 +208,7 @@ func TestHelperListNodes(t *testing.T) {
 // checkNetworking runs the server and the client pods and checks each
 // client's exit and output.
 func checkNetworking(ctx context.Context, t *testing.T, c *kubelab.Cluster, tok netns.Token) {
-	archive := filepath.Join(t.TempDir(), "img.tar")
-	img, err := image.Build(image.Spec{Binary: "/bin/busybox", Tools: []string{"busybox"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := image.WriteArchive(archive, testImage, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.LoadImage(ctx, archive); err != nil {
+	if err := c.Load(ctx, image.Spec{Binary: "/bin/busybox", Tools: []string{"busybox"}}, testImage); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := kubernetes.NewForConfig(c.RestConfig())
