@@ -14,6 +14,9 @@
 // sender and receiver pinned to a core each and unpinned (left to the
 // scheduler), with one flow and with -flows flows; netperf and sockperf
 // run one flow per process, so multi-flow rows compare with iperf3 only.
+// -cc measures each path under each congestion control it names (set on
+// every engine's sockets); left empty, the engines keep the namespace's
+// default, as a scenario without cc does.
 // An engine that is not installed or cannot run a case shows n/a.
 // Run it as root on a quiet machine: go run ./bench/enginevs
 package main
@@ -46,14 +49,15 @@ func main() {
 	place := flag.String("placement", "different_cores,none", "CPU pinnings to measure, as in scenarios; none leaves it to the scheduler")
 	flows := flag.Int("flows", 4, "the multi-flow rows' flow count (1 measures one flow only)")
 	latency := flag.Bool("latency", true, "measure tcp_rr round trips too (sockperf idles about 2 s per sample)")
+	cc := flag.String("cc", "", "congestion controls to measure the streams under, comma-separated (default: the namespace's own)")
 	flag.Parse()
-	if err := run(*modes, *samples, *duration, *place, *flows, *latency, *db); err != nil {
+	if err := run(*modes, *samples, *duration, *place, *flows, *latency, strings.Split(*cc, ","), *db); err != nil {
 		fmt.Fprintln(os.Stderr, "enginevs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(modes string, samples int, duration time.Duration, place string, flows int, latency bool, db string) error {
+func run(modes string, samples int, duration time.Duration, place string, flows int, latency bool, ccs []string, db string) error {
 	doc := fmt.Sprintf(`
 name: enginevs
 description: the native engine against iperf3, netperf and sockperf on the same paths
@@ -65,15 +69,18 @@ topologies: [chc]
 placement: [%s]
 engines: [native, iperf3, netperf, sockperf]
 workloads:
-  - {type: tcp_stream, flows: 1, msg_size: 128K}
 `, duration.Milliseconds(), samples, modes, place)
 	if latency {
 		doc += "  - {type: tcp_rr, request_size: 64, response_size: 64}\n"
 	}
 	flowCounts := []int{1}
 	if flows > 1 {
-		doc += fmt.Sprintf("  - {type: tcp_stream, flows: %d, msg_size: 128K}\n", flows)
 		flowCounts = append(flowCounts, flows)
+	}
+	for _, cc := range ccs {
+		for _, f := range flowCounts {
+			doc += fmt.Sprintf("  - {type: tcp_stream, flows: %d, msg_size: 128K%s}\n", f, ccParam(cc))
+		}
 	}
 	var st *store.Store
 	var err error
@@ -95,14 +102,24 @@ workloads:
 	if err != nil {
 		return err
 	}
-	printRatios(res, strings.Split(modes, ","), strings.Split(place, ","), flowCounts)
+	printRatios(res, strings.Split(modes, ","), strings.Split(place, ","), flowCounts, ccs)
 	return nil
+}
+
+// ccParam is the workload parameter that sets congestion control cc, or
+// nothing for the namespace's default.
+func ccParam(cc string) string {
+	if cc == "" {
+		return ""
+	}
+	return ", cc: " + cc
 }
 
 // row names the cases one line of the table compares.
 type row struct {
 	mode, placement string
 	flows           int
+	cc              string // "" for the namespace's default
 }
 
 // samples of the metric over a case, in the order they were taken: the
@@ -114,7 +131,7 @@ func samples(res *model.RunResult, r row, workload, engine, metric string) []flo
 	}
 	for _, c := range res.Cases {
 		if c.Mode != r.mode || c.Workload != workload || c.Engine != engine || c.Status != model.StatusOK ||
-			c.Params.Placement != placement || (workload == "tcp_stream" && c.Params.Flows != r.flows) {
+			c.Params.Placement != placement || (workload == "tcp_stream" && (c.Params.Flows != r.flows || c.Params.CC != r.cc)) {
 			continue
 		}
 		var xs []float64
@@ -128,15 +145,18 @@ func samples(res *model.RunResult, r row, workload, engine, metric string) []flo
 	return nil
 }
 
-func printRatios(res *model.RunResult, modes, placements []string, flowCounts []int) {
+func printRatios(res *model.RunResult, modes, placements []string, flowCounts []int, ccs []string) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "mode\tpinning\tflows\tnative Gbit/s\tiperf3\tnetperf\tthroughput ratio (>=1.00) iperf3\tnetperf\tpaired, 95%% CI, iperf3\t"+
+	fmt.Fprintf(w, "mode\tpinning\tflows\tcc\tnative Gbit/s\tiperf3\tnetperf\tthroughput ratio (>=1.00) iperf3\tnetperf\tpaired, 95%% CI, iperf3\t"+
 		"native s/GB\tiperf3\tnetperf\tcpu ratio (<=1.00) iperf3\tnetperf\tpaired, 95%% CI, iperf3\t"+
 		"native rtt us\tsockperf\tnetperf\tlatency ratio (<=1.10) sockperf\tnetperf\t\n")
 	for _, m := range modes {
 		for _, p := range placements {
-			for _, f := range flowCounts {
-				printRow(w, res, row{m, p, f})
+			for _, cc := range ccs {
+				for _, f := range flowCounts {
+					// the round trips run once per path, under the default
+					printRow(w, res, row{m, p, f, cc}, cc == ccs[0])
+				}
 			}
 		}
 	}
@@ -146,17 +166,17 @@ func printRatios(res *model.RunResult, modes, placements []string, flowCounts []
 		"tie: the interval holds 1 (no significant difference), MISS: the native engine is worse beyond the noise")
 }
 
-func printRow(w *tabwriter.Writer, res *model.RunResult, r row) {
+func printRow(w *tabwriter.Writer, res *model.RunResult, r row, withRTT bool) {
 	at := func(workload, engine, metric string) []float64 { return samples(res, r, workload, engine, metric) }
 	tn, ti, tp := at("tcp_stream", "native", model.ThroughputBPS), at("tcp_stream", "iperf3", model.ThroughputBPS), at("tcp_stream", "netperf", model.ThroughputBPS)
 	cn, ci, cp := at("tcp_stream", "native", model.CPUSPerGB), at("tcp_stream", "iperf3", model.CPUSPerGB), at("tcp_stream", "netperf", model.CPUSPerGB)
 	var ln, ls, lp []float64
-	if r.flows == 1 {
+	if r.flows == 1 && withRTT {
 		ln, ls, lp = at("tcp_rr", "native", model.LatencyMeanUS), at("tcp_rr", "sockperf", model.LatencyMeanUS), at("tcp_rr", "netperf", model.LatencyMeanUS)
 	}
 	m := stats.Median
-	fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
-		label(r.mode), r.placement, r.flows,
+	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
+		label(r.mode), r.placement, r.flows, ccLabel(r.cc),
 		m(tn)/1e9, m(ti)/1e9, m(tp)/1e9, ratio(m(tn), m(ti), 1.00, true), ratio(m(tn), m(tp), 1.00, true), paired(tn, ti, true),
 		m(cn), m(ci), m(cp), ratio(m(cn), m(ci), 1.00, false), ratio(m(cn), m(cp), 1.00, false), paired(cn, ci, false),
 		m(ln), m(ls), m(lp), ratio(m(ln), m(ls), 1.10, false), ratio(m(ln), m(lp), 1.10, false))
@@ -178,6 +198,13 @@ func paired(native, ref []float64, higherIsBetter bool) string {
 		verdict = "tie"
 	}
 	return fmt.Sprintf("%.3f [%.3f, %.3f] %s", r.Ratio, r.CI95Low, r.CI95High, verdict)
+}
+
+func ccLabel(cc string) string {
+	if cc == "" {
+		return "default"
+	}
+	return cc
 }
 
 func label(m string) string {
