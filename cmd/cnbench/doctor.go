@@ -35,7 +35,8 @@ is unsupported is stored as skipped with the same reason.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			env := sysinfo.Fingerprint()
-			fmt.Fprintf(w, "machine\t%s, kernel %s, %d cores, %d NUMA node(s), cnbench %s\n", env.CPUModel, env.Kernel, env.Cores, env.NUMANodes, env.Version)
+			fmt.Fprintf(w, "machine\t%s, kernel %s, %d cores, %d NUMA node(s), TCP congestion control %s by default, cnbench %s\n",
+				env.CPUModel, env.Kernel, env.Cores, env.NUMANodes, env.TCPCongestionControl, env.Version)
 			root := os.Geteuid() == 0
 			fmt.Fprintf(w, "privileges\t%s\n", verdict(boolErr(root, "not root: run, doctor's probes and cleanup need root")))
 			if h, err := cpu.FindHierarchy(); err != nil {

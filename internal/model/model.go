@@ -343,6 +343,12 @@ type Environment struct {
 	Version   string            `json:"cnbench_version"`
 	GoVersion string            `json:"go_version"`
 	Tools     map[string]string `json:"tools,omitempty"` // tool name -> version line
+	// TCPCongestionControl is the congestion control a TCP socket gets
+	// unless it chooses one (a workload's cc), in this machine's namespace
+	// and in those cnbench makes, which inherit it. Streams move up to
+	// twice as fast under one as under another on the same path, and
+	// engines that send differently fare differently under BBR's pacing.
+	TCPCongestionControl string `json:"tcp_congestion_control,omitempty"`
 }
 
 // Run is one execution of a scenario.

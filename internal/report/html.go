@@ -184,6 +184,7 @@ func environmentRows(env model.Environment) [][2]string {
 		{"kernel", env.Kernel},
 		{"CPU", fmt.Sprintf("%s, %d cores, %d NUMA nodes", env.CPUModel, env.Cores, env.NUMANodes)},
 		{"memory", fmt.Sprintf("%d MiB", env.MemoryMB)},
+		{"TCP congestion control (default)", env.TCPCongestionControl},
 		{"cnbench", env.Version},
 		{"Go", env.GoVersion},
 	}

@@ -44,6 +44,9 @@ func Fingerprint() model.Environment {
 	if kb, err := strconv.ParseInt(strings.Fields(firstValue("/proc/meminfo", "MemTotal") + " 0")[0], 10, 64); err == nil {
 		env.MemoryMB = kb / 1024
 	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); err == nil {
+		env.TCPCongestionControl = strings.TrimSpace(string(b))
+	}
 	for tool, args := range ExternalTools {
 		if v := ToolVersion(tool, args...); v != "" {
 			env.Tools[tool] = v
