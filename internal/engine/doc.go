@@ -27,8 +27,7 @@
 // a reusable buffer, so the per-message cost is close to that of a C tool
 // such as iperf3 or sockperf. A stream of more flows than the engine has
 // CPUs is driven instead by one such thread per CPU, each over its group of
-// flows through epoll (see streamGroups and receivePool), its receiving
-// sockets ready once per 64 KiB, not per segment (streamReceiveLowWater).
+// flows through epoll (see streamGroups and receivePool).
 // The receiver's byte count is authoritative for throughput; the sender's
 // is reported for loss accounting.
 //

@@ -168,7 +168,7 @@ func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o Soc
 		return err
 	}
 	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
-		return e.receivers.receive(fd, streamLowWater(o), m, s)
+		return e.receivers.receive(fd, m, s)
 	}
 	defer holdP()()
 	runtime.LockOSThread()

@@ -48,14 +48,10 @@ type pooledFlow struct {
 }
 
 // receive reads a stream flow on the pool's least loaded thread until
-// its peer closes, and returns how it ended; its socket is ready for the
-// thread once lowWater bytes are queued (see streamReceiveLowWater).
-func (p *receivePool) receive(fd, lowWater int, m *flowMeter, s *session) error {
+// its peer closes, and returns how it ended.
+func (p *receivePool) receive(fd int, m *flowMeter, s *session) error {
 	t, err := p.thread()
 	if err != nil {
-		return err
-	}
-	if err := setReceiveLowWater(fd, lowWater); err != nil {
 		return err
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {

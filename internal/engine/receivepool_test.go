@@ -34,7 +34,7 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	meters := make([]flowMeter, flows)
 	errs := make(chan error, flows)
 	for i, fd := range readers {
-		go func() { errs <- p.receive(fd, 1, &meters[i], s) }()
+		go func() { errs <- p.receive(fd, &meters[i], s) }()
 	}
 	chunk := make([]byte, 100_000)
 	for i, fd := range writers {
@@ -75,7 +75,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 	meters := make([]flowMeter, len(readers))
 	errs := make(chan error, len(readers))
 	for i, fd := range readers[:3] {
-		go func() { errs <- p.receive(fd, 1, &meters[i], s) }()
+		go func() { errs <- p.receive(fd, &meters[i], s) }()
 	}
 	time.Sleep(100 * time.Millisecond)
 	p.stop()
@@ -89,7 +89,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 			t.Fatal("a flow still waited 5 s after the pool stopped")
 		}
 	}
-	if err := p.receive(readers[3], 1, &meters[3], s); !errors.Is(err, errStopped) {
+	if err := p.receive(readers[3], &meters[3], s); !errors.Is(err, errStopped) {
 		t.Errorf("a flow after the stop: %v, want %v", err, errStopped)
 	}
 }

@@ -101,14 +101,3 @@ func setTimeouts(fd int, d time.Duration) error {
 	}
 	return nil
 }
-
-// setReceiveLowWater has reads of fd, and its readiness for poll and epoll,
-// wait until n bytes are queued or the stream ends.
-//
-// Equivalent to: setsockopt(SO_RCVLOWAT)
-func setReceiveLowWater(fd, n int) error {
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, n); err != nil {
-		return fmt.Errorf("set receive low-water mark %d: %w", n, err)
-	}
-	return nil
-}

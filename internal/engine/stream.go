@@ -4,33 +4,15 @@ package engine
 // keep the system call count per gigabyte low.
 const receiveBufferSize = 256 << 10
 
-// streamReceiveLowWater is how many bytes a socket of a stream read
-// through epoll (more flows than CPUs, see receivePool) holds before epoll
-// reports it and the kernel wakes its reader. Waking a reader that sleeps
-// on another CPU takes an interrupt between CPUs, which the sending CPU
-// pays for inside the softirq that queued the data; in a virtual machine
-// each costs about 12 µs there. A reader that drains its sockets faster
-// than they fill sleeps, and is woken, once per segment: four flows pinned
-// on a veth pair sent 10.4 GB in 4 s with 46,000 such interrupts, and
-// 13.5 GB with 38,000 once the reader slept until 64 KiB had arrived (32
-// KiB: 9.4 GB). iperf3 sets no low-water mark; its reader is woken as
-// often but, polling with select(), stays awake longer between wake-ups.
-// A blocking reader of one flow keeps no mark: over loopback, whose
-// segments are 64 KiB, one flow sent 7.4 GB in 4 s with it and 9.1 GB
-// without. The kernel still wakes the reader below the mark at the end of
-// the stream and when the receive buffer runs short, so no byte waits for
-// ever.
-const streamReceiveLowWater = 64 << 10
-
-// streamLowWater is the low-water mark for a pooled stream socket with
-// options o: a quarter of a receive buffer the run fixed, if that is
-// smaller, so that the buffer always holds the mark several times over.
-func streamLowWater(o SocketOptions) int {
-	if o.ReceiveBuffer > 0 {
-		return max(1, min(streamReceiveLowWater, o.ReceiveBuffer/4))
-	}
-	return streamReceiveLowWater
-}
+// A stream's receiving sockets keep the kernel's low-water mark of one
+// byte. A mark of 64 KiB on the sockets a pooled reader drains
+// (receivePool) sent four pinned flows 30% further on one machine, with a
+// fifth fewer wake-ups of the reader, and held them at 0.75 to 0.87 of
+// iperf3 on another of the same kind, where without it they read 0.93 to
+// 1.10. There, under BBR (the machine's default), the sending core took
+// 5,870 pacing timers per GB with the mark and 1,760 without: BBR releases
+// a segment that may not leave yet with a timer, an interrupt on the
+// sending core. docs/performance.md has both measurements.
 
 // receiveStream counts bytes until the peer closes; flows is how many flows
 // its session has.

@@ -229,11 +229,11 @@ func TestSocketOptions(t *testing.T) {
 	}
 }
 
-// The receiving sockets of a stream of more flows than CPUs wait for a
-// low-water mark of bytes before their reader is woken; the bytes below
-// it at the end of the stream, and those of a receive buffer fixed smaller
-// than the mark, must still arrive, and at once.
-func TestStreamBytesBelowTheLowWaterMarkArrive(t *testing.T) {
+// A stream of more flows than CPUs is read by the receive pool: every
+// byte must arrive, tiny writes and a receive buffer fixed small among
+// them, and the last bytes at once when the stream ends, not when a
+// silent flow times out.
+func TestPooledStreamBytesAllArrive(t *testing.T) {
 	ctx := testContext(t)
 	server, client := startEngine(t), startEngine(t)
 	for i, c := range []struct {
