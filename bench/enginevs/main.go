@@ -103,6 +103,28 @@ workloads:
 		return err
 	}
 	printRatios(res, strings.Split(modes, ","), strings.Split(place, ","), flowCounts, ccs)
+	return failures(res)
+}
+
+// failures names each case that failed, so that a row of zeros is never
+// the only sign of one (an unknown -cc fails every case it sets).
+func failures(res *model.RunResult) error {
+	failed := 0
+	for _, c := range res.Cases {
+		if c.Status != model.StatusFailed {
+			continue
+		}
+		failed++
+		pinning := c.Params.Placement
+		if pinning == "" {
+			pinning = "none"
+		}
+		fmt.Fprintf(os.Stderr, "enginevs: %s %s %s flows=%d cc=%s pinning=%s failed: %s\n",
+			c.Mode, c.Workload, c.Engine, c.Params.Flows, ccLabel(c.Params.CC), pinning, c.Reason)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d cases failed", failed, len(res.Cases))
+	}
 	return nil
 }
 
