@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -197,11 +198,21 @@ func printRow(w *tabwriter.Writer, res *model.RunResult, r row, withRTT bool) {
 		ln, ls, lp = at("tcp_rr", "native", model.LatencyMeanUS), at("tcp_rr", "sockperf", model.LatencyMeanUS), at("tcp_rr", "netperf", model.LatencyMeanUS)
 	}
 	m := stats.Median
-	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
+	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 		label(r.mode), r.placement, r.flows, ccLabel(r.cc),
-		m(tn)/1e9, m(ti)/1e9, m(tp)/1e9, ratio(m(tn), m(ti), 1.00, true), ratio(m(tn), m(tp), 1.00, true), paired(tn, ti, true),
-		m(cn), m(ci), m(cp), ratio(m(cn), m(ci), 1.00, false), ratio(m(cn), m(cp), 1.00, false), paired(cn, ci, false),
-		m(ln), m(ls), m(lp), ratio(m(ln), m(ls), 1.10, false), ratio(m(ln), m(lp), 1.10, false))
+		median(tn, 1e9, 2), median(ti, 1e9, 2), median(tp, 1e9, 2), ratio(m(tn), m(ti), 1.00, true), ratio(m(tn), m(tp), 1.00, true), paired(tn, ti, true),
+		median(cn, 1, 3), median(ci, 1, 3), median(cp, 1, 3), ratio(m(cn), m(ci), 1.00, false), ratio(m(cn), m(cp), 1.00, false), paired(cn, ci, false),
+		median(ln, 1, 1), median(ls, 1, 1), median(lp, 1, 1), ratio(m(ln), m(ls), 1.10, false), ratio(m(ln), m(lp), 1.10, false))
+}
+
+// median is the median of xs over unit with the given decimals, or "-"
+// where the engine measured nothing (netperf at several flows or under a
+// chosen cc, a failed case), which a 0 would misstate.
+func median(xs []float64, unit float64, decimals int) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(stats.Median(xs)/unit, 'f', decimals, 64)
 }
 
 // paired is the native engine's per-turn ratio to a reference with its
