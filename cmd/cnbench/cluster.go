@@ -145,16 +145,8 @@ to a process of its own (its log is in ` + clusterDir() + `). With
 			}
 			// What the cluster needs from the machine, said here rather
 			// than from the end of a detached process's log.
-			if _, err := kubelab.Binaries(); err != nil {
+			if _, err := (kubelab.Config{Nodes: o.nodes, CNI: o.cni}).Resolve(); err != nil {
 				return err
-			}
-			if o.cni == kubelab.CNIFlannel {
-				if _, err := kubelab.FlannelBinaries(); err != nil {
-					return err
-				}
-			}
-			if m := kubelab.Missing(); len(m) > 0 {
-				return fmt.Errorf("this machine lacks %s (bash scripts/setup.sh installs them)", strings.Join(m, ", "))
 			}
 			if o.foreground {
 				return o.hold(cmd)

@@ -164,6 +164,39 @@ type Config struct {
 	FlannelBin string
 }
 
+// Resolve fills in the defaults cfg leaves (nodes, CNI, where the
+// binaries are) and says what of it this machine lacks, so that a caller
+// can refuse before it starts anything; Start resolves its cfg so.
+func (cfg Config) Resolve() (Config, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 2
+	}
+	if cfg.Nodes < 1 || cfg.Nodes > MaxNodes {
+		return cfg, fmt.Errorf("kubelab: %d nodes; a lab has 1 to %d", cfg.Nodes, MaxNodes)
+	}
+	if cfg.CNI == "" {
+		cfg.CNI = CNIBridge
+	}
+	if !slices.Contains(CNIs, cfg.CNI) {
+		return cfg, fmt.Errorf("kubelab: unknown CNI %q; a lab runs one of %s", cfg.CNI, strings.Join(CNIs, ", "))
+	}
+	var err error
+	if cfg.CNI == CNIFlannel && cfg.FlannelBin == "" {
+		if cfg.FlannelBin, err = FlannelBinaries(); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.Bin == "" {
+		if cfg.Bin, err = Binaries(); err != nil {
+			return cfg, err
+		}
+	}
+	if m := Missing(); len(m) > 0 {
+		return cfg, fmt.Errorf("kubelab: this machine lacks %s (bash scripts/setup.sh installs them)", strings.Join(m, ", "))
+	}
+	return cfg, nil
+}
+
 // Node is one worker node of a lab cluster.
 type Node struct {
 	// Name is the Kubernetes node name, also its namespace's name.
@@ -233,30 +266,8 @@ const MaxNodes = 30
 // node is Ready and pods can be created in namespace default. On error it
 // removes everything it made.
 func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
-	if cfg.Nodes == 0 {
-		cfg.Nodes = 2
-	}
-	if cfg.Nodes < 1 || cfg.Nodes > MaxNodes {
-		return nil, fmt.Errorf("kubelab: %d nodes; a lab has 1 to %d", cfg.Nodes, MaxNodes)
-	}
-	if cfg.CNI == "" {
-		cfg.CNI = CNIBridge
-	}
-	if !slices.Contains(CNIs, cfg.CNI) {
-		return nil, fmt.Errorf("kubelab: unknown CNI %q; a lab runs one of %s", cfg.CNI, strings.Join(CNIs, ", "))
-	}
-	if cfg.CNI == CNIFlannel && cfg.FlannelBin == "" {
-		if cfg.FlannelBin, err = FlannelBinaries(); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Bin == "" {
-		if cfg.Bin, err = Binaries(); err != nil {
-			return nil, err
-		}
-	}
-	if m := Missing(); len(m) > 0 {
-		return nil, fmt.Errorf("kubelab: this machine lacks %v", m)
+	if cfg, err = cfg.Resolve(); err != nil {
+		return nil, err
 	}
 	if cfg.Token == "" {
 		cfg.Token = netns.NewToken()
