@@ -231,15 +231,11 @@ func writeError(w http.ResponseWriter, err error) {
 // sessionOf is implemented by every request that names a session.
 type sessionOf interface{ SessionID() string }
 
+// withSession finds a request's session and runs op on it.
 func withSession[Req sessionOf, Resp any](s *Server, op func(*session, *Server, Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
-	return func(_ context.Context, req Req) (Resp, error) {
-		ss, err := s.session(req.SessionID())
-		if err != nil {
-			var zero Resp
-			return zero, err
-		}
+	return withSessionContext(s, func(ss *session, _ context.Context, req Req) (Resp, error) {
 		return op(ss, s, req)
-	}
+	})
 }
 
 // withSessionContext is withSession for an operation that waits, and
