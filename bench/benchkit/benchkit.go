@@ -48,11 +48,6 @@ func Run(ctx context.Context, st *store.Store, name, doc string, opts runner.Opt
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	opts.EngineCommand = []string{self, "engine"}
 	r, err := runner.New(st, opts)
 	if err != nil {
 		return nil, err

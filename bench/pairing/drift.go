@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"cnbench/internal/selfexe"
 )
 
 // spin is a busy process: the drifting load's unit of work.
@@ -20,10 +21,6 @@ func spin() {
 // continues them every half period until the returned function ends them.
 // They are this bench's own children and are ended by their PIDs.
 func startDrift(ctx context.Context, hogs int, period time.Duration) (func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	var procs []*exec.Cmd
 	endAll := func() {
 		for _, p := range procs {
@@ -32,7 +29,7 @@ func startDrift(ctx context.Context, hogs int, period time.Duration) (func(), er
 		}
 	}
 	for range max(1, hogs) {
-		c := exec.Command(self, "spin")
+		c := exec.Command(selfexe.Resolve(selfexe.Path), "spin")
 		if err := c.Start(); err != nil {
 			endAll()
 			return nil, fmt.Errorf("start busy process: %w", err)

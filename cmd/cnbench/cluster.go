@@ -22,6 +22,7 @@ import (
 	"cnbench/internal/image"
 	"cnbench/internal/kubelab"
 	"cnbench/internal/netns"
+	"cnbench/internal/selfexe"
 )
 
 func newClusterCommand() *cobra.Command {
@@ -169,10 +170,6 @@ to a process of its own (its log is in ` + clusterDir() + `). With
 // of its own so that the terminal's going away leaves it be, and waits
 // for it to say the cluster is ready, or to die.
 func (o clusterUpOptions) detach(cmd *cobra.Command) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(clusterDir(), 0o755); err != nil {
 		return err
 	}
@@ -192,7 +189,7 @@ func (o clusterUpOptions) detach(cmd *cobra.Command) error {
 	if o.noImage {
 		args = append(args, "--no-image")
 	}
-	holder := exec.Command(self, args...)
+	holder := exec.Command(selfexe.Resolve(selfexe.Path), args...)
 	holder.Stdout, holder.Stderr = logFile, logFile
 	holder.ExtraFiles = []*os.File{readyW}
 	holder.Env = append(os.Environ(), notifyEnv+"=3")
@@ -295,11 +292,7 @@ func (o clusterUpOptions) hold(cmd *cobra.Command) (err error) {
 	if !o.noImage {
 		// With the external engines this machine has, as `cnbench
 		// image --tools` makes it, so that a run may name them.
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		if err := lab.Load(ctx, image.Spec{Binary: self, Tools: agent.ProgramNames()}, image.Tag()); err != nil {
+		if err := lab.Load(ctx, image.Spec{Tools: agent.ProgramNames()}, image.Tag()); err != nil {
 			return err
 		}
 	}

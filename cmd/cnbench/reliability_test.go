@@ -363,3 +363,66 @@ func TestSecondSignalEndsAtOnce(t *testing.T) {
 		t.Fatalf("cleanup: %v\n%s", err, out)
 	}
 }
+
+// replacedScenario has two groups of cases, one workload each, measured
+// one after the other: the second group's engines start after the test
+// has replaced the binary.
+const replacedScenario = `
+name: replaced
+duration: 500ms
+warmup: 0s
+samples: 2
+modes: [veth]
+topologies: [chc]
+workloads: [tcp_stream, tcp_rr]
+`
+
+// TestBinaryReplacedMidRun replaces the binary a run was started from
+// while the run measures, as an upgrade does: the old file is renamed,
+// then removed, and a program that cannot be an engine takes its name.
+// The engines started after that must still be the run's own build, so
+// every case ends ok.
+func TestBinaryReplacedMidRun(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cnbench")
+	built, err := os.ReadFile(buildBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, built, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "r.db")
+	lr := startLive(t, bin, writeScenario(t, dir, "s.yaml", replacedScenario), db)
+
+	if err := os.Rename(bin, bin+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(bin + ".old"); err != nil {
+		t.Fatal(err)
+	}
+	impostor := "#!/bin/sh\necho 'not the run'\"'\"'s build' >&2\nexit 97\n"
+	if err := os.WriteFile(bin, []byte(impostor), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lr.wait(t, 90*time.Second)
+
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := st.LoadRun(lr.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Cases) != 2 {
+		t.Fatalf("run %d has %d cases, want 2", lr.id, len(res.Cases))
+	}
+	for _, c := range res.Cases {
+		if c.Status != model.StatusOK || len(c.Samples) != 2 {
+			t.Errorf("case %s: %s with %d samples, want ok with 2 (%s)", c.Key, c.Status, len(c.Samples), c.Reason)
+		}
+	}
+}

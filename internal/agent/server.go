@@ -27,6 +27,7 @@ import (
 	"cnbench/internal/engine"
 	"cnbench/internal/mode"
 	"cnbench/internal/netns"
+	"cnbench/internal/selfexe"
 	"cnbench/internal/version"
 )
 
@@ -83,11 +84,7 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("agent: timeout %v out of range %v..%v", cfg.Timeout, MinTimeout, MaxTimeout)
 	}
 	if len(cfg.EngineCommand) == 0 {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("agent: find own executable for the engine: %w", err)
-		}
-		cfg.EngineCommand = []string{self, "engine"}
+		cfg.EngineCommand = selfexe.Command("engine")
 	}
 	tlsCfg, err := cfg.Creds.ServerTLS()
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"cnbench/internal/pinning"
+	"cnbench/internal/selfexe"
 )
 
 // Keeper is a running spinner process, one thread per CPU.
@@ -49,7 +50,7 @@ func Start(command []string, cpus []int) (*Keeper, error) {
 		return nil, errors.New("keep CPUs awake: no CPUs given")
 	}
 	args := append(append([]string(nil), command[1:]...), pinning.FormatList(cpus))
-	cmd := exec.Command(command[0], args...)
+	cmd := exec.Command(selfexe.Resolve(command[0]), args...)
 	// The spinners must not outlive a runner that is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"cnbench/internal/selfexe"
 	"cnbench/internal/version"
 )
 
@@ -70,11 +71,7 @@ func (s Spec) Found() (found, missing []string) {
 func (s Spec) RootFS() ([]byte, error) {
 	bin := s.Binary
 	if bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find own executable for the image: %w", err)
-		}
-		bin = self
+		bin = selfexe.File()
 	}
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {

@@ -32,6 +32,7 @@ import (
 	"cnbench/internal/pinning"
 	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
+	"cnbench/internal/selfexe"
 	"cnbench/internal/site"
 	"cnbench/internal/stats"
 	"cnbench/internal/store"
@@ -114,11 +115,7 @@ type Runner struct {
 // creates can be told from another run's, and finds the cgroup hierarchy.
 func New(st *store.Store, opts Options) (*Runner, error) {
 	if len(opts.EngineCommand) == 0 {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find own executable for the engine: %w", err)
-		}
-		opts.EngineCommand = []string{self, "engine"}
+		opts.EngineCommand = selfexe.Command("engine")
 	}
 	if len(opts.AwakeCommand) == 0 {
 		opts.AwakeCommand = []string{opts.EngineCommand[0], "awake"}

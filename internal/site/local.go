@@ -15,6 +15,7 @@ import (
 	"cnbench/internal/modes"
 	"cnbench/internal/netstat"
 	"cnbench/internal/pinning"
+	"cnbench/internal/selfexe"
 	"cnbench/internal/topo"
 )
 
@@ -83,7 +84,7 @@ func (s *Local) Read(traffic bool) (Reading, error) {
 // it has done any work worth counting. The parent-death signal ends it if
 // the runner dies.
 func (s *Local) Start(command []string, configure func(*exec.Cmd) error) (*Proc, error) {
-	cmd := exec.Command(command[0], command[1:]...)
+	cmd := exec.Command(selfexe.Resolve(command[0]), command[1:]...)
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p := newProc(cmd, s.ep.NS.Name)

@@ -14,6 +14,7 @@ import (
 
 	"cnbench/internal/agent/protocol"
 	"cnbench/internal/netns"
+	"cnbench/internal/selfexe"
 	"cnbench/internal/vm"
 )
 
@@ -81,7 +82,7 @@ func VMAvailable() error { return vm.Available() }
 
 // GuestBinary is the cnbench executable guests run; tests whose binary
 // doubles as cnbench leave it as their own.
-var GuestBinary = func() (string, error) { return os.Executable() }
+var GuestBinary = func() (string, error) { return selfexe.File(), nil }
 
 // ImageDir is where a run's guest images are built.
 func ImageDir(token netns.Token) string { return filepath.Join(os.TempDir(), token.Name("img")) }

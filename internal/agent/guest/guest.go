@@ -31,6 +31,7 @@ import (
 	"cnbench/internal/modes"
 	"cnbench/internal/netns"
 	"cnbench/internal/netstat"
+	"cnbench/internal/selfexe"
 	"cnbench/internal/topo"
 	"cnbench/internal/vm"
 )
@@ -352,7 +353,7 @@ func (a *agent) doEngine(name, port string) error {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.Command(vmBinary(), "engine")
+	cmd := exec.Command(selfexe.Resolve(selfexe.Path), "engine")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, f, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := e.ep.NS.Do(cmd.Start); err != nil {
@@ -364,12 +365,4 @@ func (a *agent) doEngine(name, port string) error {
 		return err
 	}
 	return nil
-}
-
-// vmBinary is the agent's own executable, which is also the engine.
-func vmBinary() string {
-	if self, err := os.Executable(); err == nil {
-		return self
-	}
-	return "/bin/cnbench"
 }
