@@ -15,13 +15,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"cnbench/internal/cleanup"
+	"cnbench/internal/excerpt"
 	"cnbench/internal/netns"
 )
 
@@ -178,11 +178,7 @@ func (p *Process) WaitFor(path string, limit time.Duration) error {
 // Tail is the end of what the daemon logged.
 func (p *Process) Tail() string {
 	data, _ := os.ReadFile(p.spec.Log)
-	s := strings.TrimSpace(string(data))
-	if len(s) > 600 {
-		s = "..." + s[len(s)-600:]
-	}
-	return s
+	return excerpt.Tail(string(data), 600)
 }
 
 // Stop ends the daemon by its PID, SIGTERM first and SIGKILL once grace

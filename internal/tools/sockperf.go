@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
+
+	"cnbench/internal/excerpt"
 )
 
 // SockperfPingPong is what cnbench takes from `sockperf ping-pong
@@ -117,10 +118,4 @@ func ParseSockperfThroughput(out []byte) (SockperfThroughput, error) {
 }
 
 // tail is the end of a tool's output, for error messages.
-func tail(text []byte) string {
-	s := strings.TrimSpace(string(text))
-	if len(s) > 300 {
-		s = "..." + s[len(s)-300:]
-	}
-	return s
-}
+func tail(text []byte) string { return excerpt.Tail(string(text), 300) }

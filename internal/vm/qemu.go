@@ -38,6 +38,7 @@ import (
 	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/daemon"
+	"cnbench/internal/excerpt"
 	"cnbench/internal/netns"
 )
 
@@ -350,10 +351,7 @@ func (g *Guest) consoleTail() string {
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {
 		return ""
 	}
-	if len(data) > 6000 {
-		data = data[len(data)-6000:]
-	}
-	return "; guest console: " + strings.TrimSpace(string(data))
+	return "; guest console: " + excerpt.Tail(string(data), 6000)
 }
 
 // callTimeout bounds every control request after the boot.
