@@ -81,11 +81,14 @@ func TestRecordingSeesLoopbackTCP(t *testing.T) {
 	// checked, against /proc/stat over nearly the same window (the
 	// recording also holds perf's answers to enable and disable). The
 	// timer misses periods while interrupts are off (Breakdown), so the
-	// stacks may fall short, but not far.
-	machine := after.Sub(before).Busy.Seconds()
-	t.Logf("stages %v; stacks stand for %.3f busy CPU-s, /proc/stat counted %.3f", p.StagesS, sampled, machine)
-	if sampled < 0.75*machine || sampled > 1.05*machine {
-		t.Errorf("stacks stand for %.3f busy CPU-s, /proc/stat counted %.3f", sampled, machine)
+	// stacks may fall short, but not far. On a virtual machine the timer
+	// runs on through time the hypervisor took from a busy CPU (steal),
+	// which /proc/stat keeps apart from busy: the stacks may stand for it.
+	window := after.Sub(before)
+	machine, steal := window.Busy.Seconds(), window.Steal.Seconds()
+	t.Logf("stages %v; stacks stand for %.3f busy CPU-s, /proc/stat counted %.3f busy and %.3f stolen", p.StagesS, sampled, machine, steal)
+	if sampled < 0.75*machine || sampled > 1.05*(machine+steal) {
+		t.Errorf("stacks stand for %.3f busy CPU-s, /proc/stat counted %.3f busy and %.3f stolen", sampled, machine, steal)
 	}
 	for _, stage := range []string{"tcp", "syscall", StageEngine} {
 		if p.StagesS[stage] <= 0 {
