@@ -12,7 +12,6 @@ package selfexe
 import (
 	"fmt"
 	"os"
-	"strings"
 )
 
 // Path, as a command's first word, runs this process's own image.
@@ -35,12 +34,10 @@ func Resolve(name string) string {
 	if name != Path {
 		return name
 	}
-	target, err := os.Readlink(Path)
+	// A removed file reads as "NAME (deleted)", which names no file or
+	// another one: the check below sends both to Path.
+	file, err := os.Readlink(Path)
 	if err != nil {
-		return Path
-	}
-	file := strings.TrimSuffix(target, " (deleted)")
-	if file != target {
 		return Path
 	}
 	named, err := os.Stat(file)
