@@ -29,7 +29,7 @@ func startDrift(ctx context.Context, hogs int, period time.Duration) (func(), er
 		}
 	}
 	for range max(1, hogs) {
-		c := exec.Command(selfexe.Resolve(selfexe.Path), "spin")
+		c := selfexe.Exec(selfexe.Command("spin"))
 		if err := c.Start(); err != nil {
 			endAll()
 			return nil, fmt.Errorf("start busy process: %w", err)

@@ -189,7 +189,7 @@ func (o clusterUpOptions) detach(cmd *cobra.Command) error {
 	if o.noImage {
 		args = append(args, "--no-image")
 	}
-	holder := exec.Command(selfexe.Resolve(selfexe.Path), args...)
+	holder := selfexe.Exec(selfexe.Command(args...))
 	holder.Stdout, holder.Stderr = logFile, logFile
 	holder.ExtraFiles = []*os.File{readyW}
 	holder.Env = append(os.Environ(), notifyEnv+"=3")

@@ -289,7 +289,7 @@ func (s *session) startEngine(a *Server, req protocol.EngineRequest) (protocol.E
 	if len(s.engines) >= maxEngines {
 		return protocol.EngineResponse{}, refused("session %s runs %d engines already", s.id, maxEngines)
 	}
-	cmd := exec.Command(selfexe.Resolve(a.engine[0]), a.engine[1:]...)
+	cmd := selfexe.Exec(a.engine)
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdin, err := cmd.StdinPipe()

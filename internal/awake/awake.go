@@ -49,8 +49,7 @@ func Start(command []string, cpus []int) (*Keeper, error) {
 	if len(cpus) == 0 {
 		return nil, errors.New("keep CPUs awake: no CPUs given")
 	}
-	args := append(append([]string(nil), command[1:]...), pinning.FormatList(cpus))
-	cmd := exec.Command(selfexe.Resolve(command[0]), args...)
+	cmd := selfexe.Exec(append(append([]string(nil), command...), pinning.FormatList(cpus)))
 	// The spinners must not outlive a runner that is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr

@@ -12,6 +12,7 @@ package selfexe
 import (
 	"fmt"
 	"os"
+	"os/exec"
 )
 
 // Path, as a command's first word, runs this process's own image.
@@ -20,7 +21,10 @@ const Path = "/proc/self/exe"
 // Command is this binary run with args.
 func Command(args ...string) []string { return append([]string{Path}, args...) }
 
-// Resolve returns what to execute for a command's first word. For Path it
+// Exec is the command argv, ready to start, with its first word resolved.
+func Exec(argv []string) *exec.Cmd { return exec.Command(resolve(argv[0]), argv[1:]...) }
+
+// resolve returns what to execute for a command's first word. For Path it
 // is the binary's file name while that name still holds the image this
 // process runs, so that the child's process name reads as the program's
 // (the kernel names a process after the file it was executed by); once
@@ -30,7 +34,7 @@ func Command(args ...string) []string { return append([]string{Path}, args...) }
 // The name is checked just before the start, so only a replacement that
 // lands in the microseconds between the check and the exec would start
 // the new file.
-func Resolve(name string) string {
+func resolve(name string) string {
 	if name != Path {
 		return name
 	}

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// serve answers "resolve" with Resolve(Path) and "start" with what a
+// serve answers "resolve" with resolve(Path) and "start" with what a
 // child started from it says: its process name, and whether it runs this
 // process's image.
 func serve() {
@@ -38,9 +38,9 @@ func serve() {
 	for sc.Scan() {
 		switch sc.Text() {
 		case "resolve":
-			fmt.Println(Resolve(Path))
+			fmt.Println(resolve(Path))
 		case "start":
-			cmd := exec.Command(Resolve(Path))
+			cmd := Exec(Command())
 			cmd.Env = append(os.Environ(), roleEnv+"=child")
 			out, err := cmd.Output()
 			if err != nil {
@@ -98,7 +98,7 @@ func TestResolveFollowsTheRunningImage(t *testing.T) {
 	h := helper{in: in, out: bufio.NewReader(out)}
 
 	if got := h.ask(t, "resolve"); got != prog {
-		t.Errorf("in place: Resolve = %q, want the file's name %q", got, prog)
+		t.Errorf("in place: resolve = %q, want the file's name %q", got, prog)
 	}
 	if got := h.ask(t, "start"); got != "prog true" {
 		t.Errorf("in place: child says %q, want named prog and running the same image", got)
@@ -109,7 +109,7 @@ func TestResolveFollowsTheRunningImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := h.ask(t, "resolve"); got != moved {
-		t.Errorf("renamed: Resolve = %q, want the new name %q", got, moved)
+		t.Errorf("renamed: resolve = %q, want the new name %q", got, moved)
 	}
 
 	// An upgrade: another file takes the old name, the old one goes.
@@ -120,7 +120,7 @@ func TestResolveFollowsTheRunningImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := h.ask(t, "resolve"); got != Path {
-		t.Errorf("replaced: Resolve = %q, want %q", got, Path)
+		t.Errorf("replaced: resolve = %q, want %q", got, Path)
 	}
 	if got := h.ask(t, "start"); got != "exe true" {
 		t.Errorf("replaced: child says %q, want the running image (named exe, after %s)", got, Path)
@@ -128,8 +128,8 @@ func TestResolveFollowsTheRunningImage(t *testing.T) {
 }
 
 func TestResolveLeavesOtherNames(t *testing.T) {
-	if got := Resolve("/usr/bin/iperf3"); got != "/usr/bin/iperf3" {
-		t.Errorf("Resolve(/usr/bin/iperf3) = %q", got)
+	if got := resolve("/usr/bin/iperf3"); got != "/usr/bin/iperf3" {
+		t.Errorf("resolve(/usr/bin/iperf3) = %q", got)
 	}
 }
 

@@ -84,7 +84,7 @@ func (s *Local) Read(traffic bool) (Reading, error) {
 // it has done any work worth counting. The parent-death signal ends it if
 // the runner dies.
 func (s *Local) Start(command []string, configure func(*exec.Cmd) error) (*Proc, error) {
-	cmd := exec.Command(selfexe.Resolve(command[0]), command[1:]...)
+	cmd := selfexe.Exec(command)
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	p := newProc(cmd, s.ep.NS.Name)

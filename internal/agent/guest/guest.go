@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -353,7 +352,7 @@ func (a *agent) doEngine(name, port string) error {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.Command(selfexe.Resolve(selfexe.Path), "engine")
+	cmd := selfexe.Exec(selfexe.Command("engine"))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, f, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := e.ep.NS.Do(cmd.Start); err != nil {
