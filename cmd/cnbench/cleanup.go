@@ -20,9 +20,11 @@ func newCleanupCommand() *cobra.Command {
 		Short: "Remove what killed cnbench runs left behind",
 		Long: `Cleanup removes the processes, network namespaces (with every link,
 route and nftables table in them) and cgroups of cnbench runs that are no
-longer alive, and the profile recordings (--explain) such runs left in
-the temporary directory, and prints what it removed. Objects of runs still going are
-left alone, and nothing without cnbench's "cnb-" prefix is ever touched.
+longer alive, the profile recordings (--explain) such runs left in the
+temporary directory, and the records of clusters "cluster up" started
+whose process is gone, and prints what it removed. Objects of runs still
+going are left alone, and nothing without cnbench's "cnb-" prefix is
+ever touched.
 
 With --kubeconfig it first deletes what such runs left on that Kubernetes
 cluster: the namespaces, pods, Services and Secrets labelled with the
@@ -41,8 +43,12 @@ does not know (another controller's) are listed and left alone.`,
 			removed, err := cleanup.Sweep()
 			err = errors.Join(kubeErr, err)
 			recordings, recErr := explain.RemoveOrphanedRecordings("")
-			err = errors.Join(err, recErr)
+			clusters, clusterErr := forgetDeadClusters()
+			err = errors.Join(err, recErr, clusterErr)
 			out := cmd.OutOrStdout()
+			for _, tok := range clusters {
+				fmt.Fprintf(out, "forgot cluster %s (its process is gone)\n", tok)
+			}
 			for _, r := range recordings {
 				fmt.Fprintln(out, "removed profile recording", r)
 			}
@@ -61,7 +67,7 @@ does not know (another controller's) are listed and left alone.`,
 			for _, k := range removed.Kept {
 				fmt.Fprintln(out, "left alone:", k)
 			}
-			if removed.Empty() && len(recordings) == 0 && onCluster == 0 {
+			if removed.Empty() && len(recordings) == 0 && len(clusters) == 0 && onCluster == 0 {
 				fmt.Fprintln(out, "nothing to clean up")
 			}
 			return err

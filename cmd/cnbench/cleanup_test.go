@@ -196,7 +196,14 @@ func TestNothingLeftBehind(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
+	// What runs that died before this test left (a suite killed mid-run,
+	// say) cleanup rightly removes too: no change of this test's making.
 	before := snapshot(t, bin)
+	dead := deadRuns(before)
+	before = before.without(dead)
+	if len(dead) > 0 {
+		t.Logf("left aside: the objects of runs that died before this test, %v", dead)
+	}
 
 	t.Run("after a run", func(t *testing.T) {
 		file := filepath.Join(dir, "s.yaml")
@@ -205,7 +212,7 @@ func TestNothingLeftBehind(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run: %v\n%s", err, out)
 		}
-		requireSame(t, "after a run", before, snapshot(t, bin))
+		requireSame(t, "after a run", before, snapshot(t, bin).without(dead))
 	})
 
 	t.Run("after SIGINT mid-run", func(t *testing.T) {
@@ -220,7 +227,7 @@ func TestNothingLeftBehind(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatal("cnbench did not stop within 20s of SIGINT")
 		}
-		requireSame(t, "after SIGINT", before, snapshot(t, bin))
+		requireSame(t, "after SIGINT", before, snapshot(t, bin).without(dead))
 	})
 
 	t.Run("after SIGKILL and cleanup", func(t *testing.T) {
@@ -229,7 +236,7 @@ func TestNothingLeftBehind(t *testing.T) {
 		<-done
 		// The engines die with their parent; give the kernel a moment.
 		time.Sleep(200 * time.Millisecond)
-		mid := snapshot(t, bin)
+		mid := snapshot(t, bin).without(dead)
 		if reflect.DeepEqual(before.Namespaces, mid.Namespaces) {
 			t.Error("SIGKILL left no namespaces behind: the test did not kill mid-run")
 		}
@@ -243,6 +250,101 @@ func TestNothingLeftBehind(t *testing.T) {
 		if !strings.Contains(string(out), "removed namespace") {
 			t.Errorf("cleanup printed no removed namespace:\n%s", out)
 		}
-		requireSame(t, "after SIGKILL and cleanup", before, snapshot(t, bin))
+		requireSame(t, "after SIGKILL and cleanup", before, snapshot(t, bin).without(dead))
 	})
+}
+
+// deadRuns are the tokens of the runs whose objects s holds and whose
+// process is gone.
+func deadRuns(s systemState) map[netns.Token]bool {
+	dead := map[netns.Token]bool{}
+	for _, l := range [][]string{s.Namespaces, s.Links, s.Cgroups} {
+		for _, name := range l {
+			tok := netns.TokenOf(name)
+			if tok == "" {
+				continue
+			}
+			if o, err := cleanup.OwnerOf(tok); err != nil || !o.Alive() {
+				dead[tok] = true
+			}
+		}
+	}
+	return dead
+}
+
+// without is s less the objects of the runs toks names.
+func (s systemState) without(toks map[netns.Token]bool) systemState {
+	keep := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if !toks[netns.TokenOf(n)] {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	s.Namespaces, s.Links, s.Cgroups = keep(s.Namespaces), keep(s.Links), keep(s.Cgroups)
+	return s
+}
+
+// TestCleanupForgetsDeadClusters leaves records of clusters as "cluster
+// up" writes them, one whose process is gone and one whose process (this
+// test) runs: cleanup forgets the first, with its log and kubeconfig, and
+// keeps the second, so "cluster status" no longer lists a dead cluster.
+func TestCleanupForgetsDeadClusters(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	record := func(tok netns.Token, kubeconfig string) clusterRecord {
+		t.Helper()
+		r := clusterRecord{Token: tok, Kubeconfig: filepath.Join(dir, string(tok)+".kubeconfig"), APIServer: "127.0.0.1:1",
+			CNI: "bridge", Nodes: []string{tok.Name("k8sn1"), tok.Name("k8sn2")}, Log: filepath.Join(dir, string(tok)+".log"), Started: time.Now()}
+		for f, text := range map[string]string{r.Kubeconfig: kubeconfig, r.Log: "started\n"} {
+			if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := writeRecord(r); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.forget() })
+		return r
+	}
+	live := netns.NewToken()
+	if err := cleanup.Claim(live); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanup.Release(live) })
+	dead, rewritten := netns.NewToken(), netns.NewToken()
+	kept := record(live, "server: https://127.0.0.1:1\n")
+	gone := record(dead, "server: https://127.0.0.1:1\n")
+	theirs := record(rewritten, "server: https://10.9.9.9:6443\n") // rewritten since: not cnbench's any more
+
+	code, out, errOut := runCLI(t, "cleanup")
+	t.Logf("cleanup said:\n%s%s", out, errOut)
+	if code != 0 {
+		t.Fatalf("cleanup exited %d", code)
+	}
+	for _, tok := range []netns.Token{dead, rewritten} {
+		if !strings.Contains(out, "forgot cluster "+string(tok)) {
+			t.Errorf("cleanup did not say it forgot cluster %s", tok)
+		}
+	}
+	if strings.Contains(out, "forgot cluster "+string(live)) {
+		t.Errorf("cleanup forgot cluster %s, whose process runs", live)
+	}
+	exists := func(f string) bool { _, err := os.Stat(f); return err == nil }
+	for _, f := range []string{recordPath(dead), gone.Log, gone.Kubeconfig, recordPath(rewritten), theirs.Log} {
+		if exists(f) {
+			t.Errorf("%s is left after cleanup", f)
+		}
+	}
+	for _, f := range []string{recordPath(live), kept.Log, kept.Kubeconfig, theirs.Kubeconfig} {
+		if !exists(f) {
+			t.Errorf("cleanup removed %s", f)
+		}
+	}
+	_, status, _ := runCLI(t, "cluster", "status")
+	if !strings.Contains(status, "cluster "+string(live)+": up") || strings.Contains(status, string(dead)) {
+		t.Errorf("cluster status after cleanup:\n%s", status)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -422,12 +423,35 @@ func sweepCluster(cmd *cobra.Command, r clusterRecord, start time.Time) error {
 	if err != nil {
 		return fmt.Errorf("cluster %s: its process is gone; removing what it left: %w", r.Token, err)
 	}
-	for _, f := range []string{recordPath(r.Token), r.Log, r.Kubeconfig} {
-		_ = os.Remove(f)
-	}
+	r.forget()
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s's process was gone; removed what it left (%d processes, %d namespaces, %d cgroups) in %s\n",
 		r.Token, len(removed.Processes), len(removed.Namespaces), len(removed.Cgroups), time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// forget removes what "cluster up" wrote of a cluster that is gone: its
+// record, its log, and its kubeconfig while that still names its API
+// server (a file someone rewrote since is theirs).
+func (r clusterRecord) forget() {
+	if kc, err := os.ReadFile(r.Kubeconfig); err == nil && r.APIServer != "" && bytes.Contains(kc, []byte(r.APIServer)) {
+		_ = os.Remove(r.Kubeconfig)
+	}
+	_ = os.Remove(r.Log)
+	_ = os.Remove(recordPath(r.Token))
+}
+
+// forgetDeadClusters forgets the recorded clusters whose process is gone,
+// for cleanup, which has removed their namespaces.
+func forgetDeadClusters() ([]netns.Token, error) {
+	labs, err := readClusters()
+	var gone []netns.Token
+	for _, r := range labs {
+		if _, alive := r.holder(); !alive {
+			r.forget()
+			gone = append(gone, r.Token)
+		}
+	}
+	return gone, err
 }
 
 func newClusterStatusCommand() *cobra.Command {
@@ -450,7 +474,7 @@ func newClusterStatusCommand() *cobra.Command {
 				if o, alive := r.holder(); alive {
 					state = fmt.Sprintf("up, process %d", o.PID)
 				} else {
-					state = "its process is gone (cnbench cluster down removes what is left)"
+					state = "its process is gone (cnbench cluster down or cnbench cleanup removes what is left)"
 				}
 				fmt.Fprintf(out, "cluster %s: %s\n  since %s, %s (%s), %s CNI\n  kubeconfig %s (API server at %s)\n  log %s\n",
 					r.Token, state, r.Started.Format(time.RFC3339), nodesWord(len(r.Nodes)), strings.Join(r.Nodes, ", "), r.CNI, r.Kubeconfig, r.APIServer, r.Log)
