@@ -75,7 +75,7 @@ func TestClusterUpRunDown(t *testing.T) {
 
 	// The client node's link to the other node carries every stream
 	// across nodes, pod to pod included, or a path took another way.
-	nodes := regexp.MustCompile(`\((cnb-[0-9a-f]{4}-k8sn1), (cnb-[0-9a-f]{4}-k8sn2)\)`).FindStringSubmatch(statusOut)
+	nodes := regexp.MustCompile(`\((` + tok.Name("k8sn1") + `), (` + tok.Name("k8sn2") + `)\)`).FindStringSubmatch(statusOut)
 	if nodes == nil {
 		t.Fatalf("cluster status names no two nodes:\n%s", statusOut)
 	}

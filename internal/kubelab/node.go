@@ -368,7 +368,10 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
+		// flanneld writes its lease into the Node's annotations and
+		// panics on a Node that has none yet (v0.28.4, AcquireLease),
+		// which it may read before the kubelet first updates it.
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: map[string]string{"cnbench.registered-by": "kubelab"}},
 			Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR.String(), PodCIDRs: []string{n.PodCIDR.String()}}}
 		if _, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("kubelab: register node %s: %w", n.Name, err)
