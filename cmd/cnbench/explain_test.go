@@ -94,7 +94,7 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 			t.Fatalf("%s has no breakdown: %+v", mode, c)
 		}
 		b := c.Explanation.Breakdown
-		t.Logf("%s: %.4g CPU-s per %s, stacks cover %.1f%%, other %.1f%%: %v", mode, b.TotalPerUnitS, b.Unit, b.StacksCoverPct, b.OtherPct, b.PerUnitS)
+		t.Logf("%s: %.4g CPU-s per %s, stacks cover %.1f%% (%.3f CPU-s stolen), other %.1f%%: %v", mode, b.TotalPerUnitS, b.Unit, b.StacksCoverPct, b.MachineStealS, b.OtherPct, b.PerUnitS)
 		// A sample whose recording failed (perf under the suite's other
 		// packages) is left out with its note, and says so.
 		unit := map[bool]string{true: "tx", false: "GB"}[strings.HasSuffix(mode, " rr")]
@@ -104,7 +104,9 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 			t.Logf("%s: one sample left out: %q", mode, b.Notes)
 		}
 		// The stacks may miss periods (interrupts off, late timers) but
-		// never see more busy time than the kernel counted. Round trips
+		// never see more busy time than the kernel counted, with the time
+		// the hypervisor stole from busy CPUs, which the profiler's timer
+		// runs on through and /proc/stat counts apart. Round trips
 		// wake and idle thousands of times a second, between which both
 		// the 4 ms stacks and the kernel's own tick-based count sample
 		// short bursts: on a machine of this kind their stacks covered
@@ -114,8 +116,9 @@ func TestExplainShowsEachModesStages(t *testing.T) {
 		if unit == "tx" {
 			floor = 55
 		}
-		if b.StacksCoverPct < floor || b.StacksCoverPct > 115 {
-			t.Errorf("%s: stacks stand for %.3f CPU-s, /proc/stat counted %.3f (%.1f%%, below %.0f%% or above 115%%)", mode, b.SampledBusyS, b.MachineBusyS, b.StacksCoverPct, floor)
+		if b.StacksCoverPct < floor || b.SampledBusyS > 1.15*(b.MachineBusyS+b.MachineStealS) {
+			t.Errorf("%s: stacks stand for %.3f CPU-s, /proc/stat counted %.3f busy and %.3f stolen (%.1f%% of busy, below %.0f%%, or above 115%% of both)",
+				mode, b.SampledBusyS, b.MachineBusyS, b.MachineStealS, b.StacksCoverPct, floor)
 		}
 		// What the stages add up to is the kernel's busy time per unit,
 		// which holds the engines' own CPU per unit, measured apart

@@ -35,9 +35,13 @@ type Breakdown struct {
 	// period each (every stage but idle, the profiler included);
 	// MachineBusyS the machine's busy time over the same windows by
 	// /proc/stat, to which the stages are scaled; StacksCoverPct the
-	// first in percent of the second.
+	// first in percent of the second. MachineStealS is the time the
+	// hypervisor took from the CPUs then, which /proc/stat keeps apart
+	// from busy but the profiler's timer runs on through: on a VM the
+	// stacks may stand for busy and stolen time together.
 	SampledBusyS   float64 `json:"sampled_busy_s"`
 	MachineBusyS   float64 `json:"machine_busy_s"`
+	MachineStealS  float64 `json:"machine_steal_s"`
 	StacksCoverPct float64 `json:"stacks_cover_pct"`
 	// OtherPct is the share of the busy time no stage named.
 	OtherPct float64 `json:"other_pct"`
@@ -77,6 +81,7 @@ func CaseBreakdown(samples []model.Sample) (Breakdown, bool) {
 			}
 		}
 		b.MachineBusyS += p.MachineBusyS
+		b.MachineStealS += p.MachineStealS
 	}
 	if b.Samples == 0 {
 		return b, false

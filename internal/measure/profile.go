@@ -47,7 +47,8 @@ func finishProfile(rec Profiling, failed *model.Profile, c model.Case, before, a
 	if err != nil {
 		return &model.Profile{Note: err.Error()}
 	}
-	p.MachineBusyS = after.machine.Sub(before.machine).Busy.Seconds()
+	window := after.machine.Sub(before.machine)
+	p.MachineBusyS, p.MachineStealS = window.Busy.Seconds(), window.Steal.Seconds()
 	p.Units, p.Unit = costUnits(c, x)
 	return &p
 }

@@ -265,6 +265,10 @@ type Profile struct {
 	// MachineBusyS is the machine's busy CPU time over the same window by
 	// /proc/stat, against which the stages are checked.
 	MachineBusyS float64 `json:"machine_busy_s"`
+	// MachineStealS is the time the hypervisor took from the machine's
+	// CPUs over that window (/proc/stat's steal): the profiler's timer
+	// runs on through it, so stacks may stand for it too.
+	MachineStealS float64 `json:"machine_steal_s,omitempty"`
 	// Units is what a cost per unit divides by: the GB the servers
 	// received (streams) or the transactions (request/response), as the
 	// sample's cpu_s_per_gb or cpu_us_per_tx do; Unit names it ("GB",
