@@ -348,3 +348,34 @@ func TestCleanupForgetsDeadClusters(t *testing.T) {
 		t.Errorf("cluster status after cleanup:\n%s", status)
 	}
 }
+
+// TestClusterDownPicksTheLiveCluster: without a token, "cluster down"
+// takes the one cluster that is up, though a dead one is recorded beside
+// it, and asks for a token when two are up.
+func TestClusterDownPicksTheLiveCluster(t *testing.T) {
+	testutil.RequireRoot(t)
+	claim := func() clusterRecord {
+		t.Helper()
+		tok := netns.NewToken()
+		if err := cleanup.Claim(tok); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cleanup.Release(tok) })
+		return clusterRecord{Token: tok}
+	}
+	dead, up, second := clusterRecord{Token: netns.NewToken()}, claim(), claim()
+	for _, c := range []struct {
+		labs []clusterRecord
+		want netns.Token // "" for a refusal
+	}{
+		{[]clusterRecord{dead, up}, up.Token},
+		{[]clusterRecord{up, dead}, up.Token},
+		{[]clusterRecord{dead}, dead.Token},
+		{[]clusterRecord{dead, up, second}, ""},
+	} {
+		r, err := pickCluster(c.labs, nil)
+		if c.want == "" && err == nil || c.want != "" && (err != nil || r.Token != c.want) {
+			t.Errorf("of %d recorded clusters, down picked %q (%v), want %q", len(c.labs), r.Token, err, c.want)
+		}
+	}
+}

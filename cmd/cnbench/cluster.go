@@ -362,7 +362,8 @@ as cnbench cleanup does.`,
 	return cmd
 }
 
-// pickCluster is the recorded cluster args name, or the only one.
+// pickCluster is the recorded cluster args name; without a name, the only
+// one that is up, or else the only one recorded (a dead one, to sweep).
 func pickCluster(labs []clusterRecord, args []string) (clusterRecord, error) {
 	if len(args) == 1 {
 		for _, r := range labs {
@@ -372,17 +373,25 @@ func pickCluster(labs []clusterRecord, args []string) (clusterRecord, error) {
 		}
 		return clusterRecord{}, usageError(fmt.Errorf("no cluster %q is up (cnbench cluster status lists them)", args[0]))
 	}
-	switch len(labs) {
-	case 0:
+	var up []clusterRecord
+	for _, r := range labs {
+		if _, alive := r.holder(); alive {
+			up = append(up, r)
+		}
+	}
+	switch {
+	case len(labs) == 0:
 		return clusterRecord{}, &exitError{code: exitFailure, err: errors.New("no cluster is up")}
-	case 1:
+	case len(up) == 1:
+		return up[0], nil
+	case len(labs) == 1:
 		return labs[0], nil
 	}
 	var toks []string
 	for _, r := range labs {
 		toks = append(toks, string(r.Token))
 	}
-	return clusterRecord{}, usageError(fmt.Errorf("%d clusters are up (%s); name one", len(labs), strings.Join(toks, ", ")))
+	return clusterRecord{}, usageError(fmt.Errorf("%d clusters are recorded (%s), %d of them up; name one", len(labs), strings.Join(toks, ", "), len(up)))
 }
 
 // stopCluster asks a cluster's holder to stop it and waits, or sweeps a
