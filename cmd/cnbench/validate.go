@@ -64,8 +64,13 @@ not a failure. Round trips are two-sided: longer or shorter beyond
 --latency-threshold exits 4. Where a round trip has two references, the
 native engine is held to their span: it agrees when it is within the
 threshold of either, or lies between them ("agree: within netperf",
-"agree: between it and netperf"). Exit 4 means the native engine's
-numbers were accurate but not comparable; exit 1 comes first when both.
+"agree: between it and netperf"). A comparison fails only when the
+whole 95% interval of its ratio lies beyond the threshold; a ratio
+beyond it whose interval reaches back within it is "undecided", named
+on stderr, and does not fail: the samples spread, and such a ratio is
+as likely a draw of that spread as a difference of the engines. Exit 4
+means the native engine's numbers were accurate but not comparable;
+exit 1 comes first when both.
 
 The engines measure one path, built once, and take turns sample by
 sample, so drift falls on both alike. The sender and the receiver are
@@ -86,8 +91,8 @@ once its turns have taken --time-budget, whichever comes first. A
 throughput turn takes about 2 s and its threshold is tight, so it gets
 many turns within the budget; a sockperf round trip idles 2 s more per
 sample, and its threshold is wider. A verdict still unsettled at the end
-is marked so: its ratio is within one interval of the threshold, and
-another run may land on the other side.`,
+is marked so ("undecided" where it would fail): its ratio is within one
+interval of the threshold, and another run may land on the other side.`,
 		Example: `  cnbench validate
   cnbench validate --modes veth,bridge --duration 2s --max-samples 40`,
 		Args: cobra.NoArgs,
@@ -150,6 +155,7 @@ func runValidate(cmd *cobra.Command, f validateFlags) error {
 	}
 	checks := validate.Compare(res, f.th)
 	printChecks(cmd, checks)
+	warnUndecided(cmd, checks)
 	return validateVerdict(checks, failedCases(res))
 }
 
@@ -182,6 +188,21 @@ func validateVerdict(checks []validate.Check, failed error) error {
 			strings.Join(comparability, "; "))}
 	}
 	return nil
+}
+
+// warnUndecided names the comparisons that ended undecided, which do not
+// fail validate but which a reader of its exit code alone would miss.
+func warnUndecided(cmd *cobra.Command, checks []validate.Check) {
+	var rows []string
+	for _, c := range checks {
+		if c.Undecided() {
+			rows = append(rows, fmt.Sprintf("%s %s %.3f [%.3f, %.3f]", c.Mode, c.What, c.Ratio, c.Low, c.High))
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "undecided, not failed: %d comparison(s) beyond the threshold whose 95%% interval reaches within it (%s); another run may decide them\n",
+			len(rows), strings.Join(rows, "; "))
+	}
 }
 
 // runValidation runs spec into st, letting validate's verdicts end each

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -213,6 +214,9 @@ func TestValidateHoldsTheNativeEngineToTheCounters(t *testing.T) {
 	if strings.Contains(r.out, "FAIL accuracy") || r.code != want {
 		t.Fatalf("exit %d, want %d: %s", r.code, want, r.errText)
 	}
+	if n := strings.Count(r.out, "undecided: native"); n > 0 && !strings.Contains(r.errText, fmt.Sprintf("undecided, not failed: %d comparison", n)) {
+		t.Errorf("%d rows undecided, and stderr does not say so: %s", n, r.errText)
+	}
 	code, rep, errOut := runCLI(t, "report", "--db", r.db, "--format", "json")
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, errOut)
@@ -248,7 +252,7 @@ func TestValidateHoldsTheNativeEngineToTheCounters(t *testing.T) {
 func checkKinds(t *testing.T, r validateRun, withNetperf bool) {
 	t.Helper()
 	interval := regexp.MustCompile(`\[-?\d+\.\d{3}, \d+\.\d{3}\]`)
-	verdicts := regexp.MustCompile(`agree \(within|agree: (within|between)|native faster: reference (CPU-bound|below a core) \(\w+ sender \d+%, receiver \d+%; native \d+%, \d+% of a core\)|FAIL comparability: native [\d.]+(%|x) (slower|longer|shorter) than|FAIL accuracy|ok \(within`)
+	verdicts := regexp.MustCompile(`agree \(within|agree: (within|between)|native faster: reference (CPU-bound|below a core) \(\w+ sender \d+%, receiver \d+%; native \d+%, \d+% of a core\)|(FAIL comparability|undecided): native [\d.]+(%|x) (slower|longer|shorter) than|FAIL accuracy|ok \(within`)
 	for i, what := range validateChecks {
 		row, ok := r.rows[what]
 		if !ok {

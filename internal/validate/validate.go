@@ -8,9 +8,11 @@
 //     counters are the truth; a breach means an engine's number is wrong.
 //   - comparability: the native engine's throughput and round trips
 //     against iperf3's, netperf's and sockperf's on the same path. Slower
-//     than a reference beyond the threshold means the native engine is
-//     the bottleneck; faster means the reference was, and is reported
-//     with every engine's CPU, not held against the native engine.
+//     than a reference beyond the threshold, by the whole 95% interval of
+//     the paired ratio, means the native engine is the bottleneck; a
+//     ratio beyond it whose interval is not is undecided, and shown so.
+//     Faster means the reference was, and is reported with every
+//     engine's CPU, not held against the native engine.
 package validate
 
 import (
@@ -90,9 +92,34 @@ type Check struct {
 	reference, metric string
 }
 
-// OK reports whether the check passed; a missing comparison is not a
-// failure but is shown as such.
-func (c Check) OK() bool { return c.Missing != "" || c.Within() || c.Faster() || c.By != "" }
+// OK reports whether the check passed: all but a failure. A missing
+// comparison is not a failure but is shown as such, and neither is an
+// undecided one.
+func (c Check) OK() bool { return !c.Failed() }
+
+// agrees reports whether the ratio itself passes: within the limit,
+// faster, or vouched for by another reference.
+func (c Check) agrees() bool { return c.Missing != "" || c.Within() || c.Faster() || c.By != "" }
+
+// Failed reports whether the check failed. An accuracy check fails on its
+// ratio: the counters are exact. A comparability check fails only once
+// its whole 95% interval lies beyond the limit: the engines' samples
+// spread, and a ratio just beyond the limit whose interval reaches back
+// within it is as likely a draw of that spread as a difference of the
+// engines (the intervals of two runs in a row differ as much as their
+// widths say, and a healthy engine's rows at the limit crossed it in
+// about half of the runs). That one is Undecided.
+func (c Check) Failed() bool {
+	if c.agrees() {
+		return false
+	}
+	return c.Kind == Accuracy || c.Settled()
+}
+
+// Undecided reports whether a comparability check's ratio lies beyond the
+// limit while its interval still reaches within it, after every turn the
+// path was given.
+func (c Check) Undecided() bool { return c.Kind == Comparability && !c.agrees() && !c.Settled() }
 
 // Within reports whether the ratio lies within the limit.
 func (c Check) Within() bool { return c.Missing == "" && math.Abs(c.Ratio-1) <= c.Limit }

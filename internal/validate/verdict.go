@@ -10,10 +10,14 @@ import (
 // its kind and what it means; for a native engine faster than its
 // reference, every engine's CPU, which says whether the reference was
 // CPU-bound. A verdict whose interval still reaches across the limit is
-// marked unsettled: another run may well come out the other way.
+// marked unsettled: another run may well come out the other way. One
+// that would fail is undecided, not failed.
 func (c Check) Verdict() string {
 	if c.Missing != "" {
 		return "not compared: " + c.Missing
+	}
+	if c.Undecided() {
+		return fmt.Sprintf("undecided: %s, its 95%% interval reaching within %.0f%%", c.apart(), 100*c.Limit)
 	}
 	v := c.verdict()
 	if c.High > 0 && !c.Settled() {
@@ -25,7 +29,7 @@ func (c Check) Verdict() string {
 func (c Check) verdict() string {
 	within := fmt.Sprintf("(within %.0f%%)", 100*c.Limit)
 	switch {
-	case c.Kind == Accuracy && c.OK():
+	case c.Kind == Accuracy && c.agrees():
 		return "ok " + within
 	case c.Kind == Accuracy:
 		return fmt.Sprintf("FAIL accuracy: off the kernel's counters by %s %s", offBy(c.Ratio), within)
@@ -38,12 +42,22 @@ func (c Check) verdict() string {
 	case c.By != "":
 		return "agree: within " + c.By
 	case c.OneSided:
-		return fmt.Sprintf("FAIL comparability: native %s slower than %s: the native engine is the bottleneck %s", offBy(c.Ratio), c.reference, within)
-	case c.Ratio > 1:
-		return fmt.Sprintf("FAIL comparability: native %s longer than %s %s", offBy(c.Ratio), c.reference, within)
+		return "FAIL comparability: " + c.apart() + ": the native engine is the bottleneck " + within
 	default:
-		return fmt.Sprintf("FAIL comparability: native %s shorter than %s %s", offBy(c.Ratio), c.reference, within)
+		return "FAIL comparability: " + c.apart() + " " + within
 	}
+}
+
+// apart says how the native engine differs from the reference.
+func (c Check) apart() string {
+	how := "shorter"
+	switch {
+	case c.OneSided:
+		how = "slower"
+	case c.Ratio > 1:
+		how = "longer"
+	}
+	return fmt.Sprintf("native %s %s than %s", offBy(c.Ratio), how, c.reference)
 }
 
 // fasterVerdict is the verdict on a native engine faster than the
