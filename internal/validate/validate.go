@@ -108,18 +108,21 @@ func (c Check) agrees() bool { return c.Missing != "" || c.Within() || c.Faster(
 // within it is as likely a draw of that spread as a difference of the
 // engines (the intervals of two runs in a row differ as much as their
 // widths say, and a healthy engine's rows at the limit crossed it in
-// about half of the runs). That one is Undecided.
+// about half of the runs). That one is Undecided. A single turn has no
+// interval to weigh its ratio by, and fails on it.
 func (c Check) Failed() bool {
 	if c.agrees() {
 		return false
 	}
-	return c.Kind == Accuracy || c.Settled()
+	return c.Kind == Accuracy || c.High == 0 || c.Settled()
 }
 
 // Undecided reports whether a comparability check's ratio lies beyond the
 // limit while its interval still reaches within it, after every turn the
 // path was given.
-func (c Check) Undecided() bool { return c.Kind == Comparability && !c.agrees() && !c.Settled() }
+func (c Check) Undecided() bool {
+	return c.Kind == Comparability && c.High > 0 && !c.agrees() && !c.Settled()
+}
 
 // Within reports whether the ratio lies within the limit.
 func (c Check) Within() bool { return c.Missing == "" && math.Abs(c.Ratio-1) <= c.Limit }

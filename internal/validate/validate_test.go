@@ -293,6 +293,10 @@ func TestUndecidedIsNotAFailure(t *testing.T) {
 	if within.Failed() || within.Undecided() || !strings.HasSuffix(within.Verdict(), ", unsettled") {
 		t.Errorf("%.3f [%.3f, %.3f]: failed %v undecided %v: %q", within.Ratio, within.Low, within.High, within.Failed(), within.Undecided(), within.Verdict())
 	}
+	// One turn: no interval, so the ratio decides.
+	if one := stream([]float64{9}, []float64{10}); !one.Failed() || one.Undecided() || one.High != 0 {
+		t.Errorf("one turn 10%% behind: failed %v undecided %v, interval [%v, %v]", one.Failed(), one.Undecided(), one.Low, one.High)
+	}
 	acc := Check{Kind: Accuracy, Ratio: 0.97, Low: 0.90, High: 1.04, Limit: 0.02}
 	if !acc.Failed() || acc.Undecided() {
 		t.Errorf("an accuracy check 3%% off: failed %v undecided %v", acc.Failed(), acc.Undecided())
