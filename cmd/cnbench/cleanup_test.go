@@ -309,11 +309,7 @@ func TestCleanupForgetsDeadClusters(t *testing.T) {
 		t.Cleanup(func() { r.forget() })
 		return r
 	}
-	live := netns.NewToken()
-	if err := cleanup.Claim(live); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cleanup.Release(live) })
+	live := liveToken(t)
 	dead, rewritten := netns.NewToken(), netns.NewToken()
 	kept := record(live, "server: https://127.0.0.1:1\n")
 	gone := record(dead, "server: https://127.0.0.1:1\n")
@@ -354,16 +350,7 @@ func TestCleanupForgetsDeadClusters(t *testing.T) {
 // it, and asks for a token when two are up.
 func TestClusterDownPicksTheLiveCluster(t *testing.T) {
 	testutil.RequireRoot(t)
-	claim := func() clusterRecord {
-		t.Helper()
-		tok := netns.NewToken()
-		if err := cleanup.Claim(tok); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cleanup.Release(tok) })
-		return clusterRecord{Token: tok}
-	}
-	dead, up, second := clusterRecord{Token: netns.NewToken()}, claim(), claim()
+	dead, up, second := clusterRecord{Token: netns.NewToken()}, clusterRecord{Token: liveToken(t)}, clusterRecord{Token: liveToken(t)}
 	for _, c := range []struct {
 		labs []clusterRecord
 		want netns.Token // "" for a refusal
@@ -378,4 +365,16 @@ func TestClusterDownPicksTheLiveCluster(t *testing.T) {
 			t.Errorf("of %d recorded clusters, down picked %q (%v), want %q", len(c.labs), r.Token, err, c.want)
 		}
 	}
+}
+
+// liveToken is a new run token owned by the test's own process, which is
+// alive, until the test ends.
+func liveToken(t *testing.T) netns.Token {
+	t.Helper()
+	tok := netns.NewToken()
+	if err := cleanup.Claim(tok); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanup.Release(tok) })
+	return tok
 }
