@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"cnbench/internal/agent/protocol"
 	"cnbench/internal/cleanup"
@@ -536,20 +537,45 @@ func treeCPU(pids []int) (cpu.Usage, error) {
 		stats[pid] = st
 		children[st.ppid] = append(children[st.ppid], pid)
 	}
-	var ticks [2]int64
+	var total cpu.Usage
 	for _, root := range pids {
 		if _, ok := stats[root]; !ok {
 			return cpu.Usage{}, fmt.Errorf("read CPU time of process %d: it has ended", root)
 		}
 		for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
-			st := stats[queue[0]]
-			ticks[0] += st.utime + st.cutime
-			ticks[1] += st.stime + st.cstime
+			u := processCPU(queue[0], stats[queue[0]])
+			total.User += u.User
+			total.System += u.System
 			queue = append(queue, children[queue[0]]...)
 		}
 	}
-	// Clock ticks are 1/100 s wherever Linux exports them.
-	return cpu.Usage{User: time.Duration(ticks[0]) * 10 * time.Millisecond, System: time.Duration(ticks[1]) * 10 * time.Millisecond}, nil
+	return total, nil
+}
+
+// tick is a clock tick of /proc/PID/stat: 1/100 s wherever Linux exports
+// them.
+const tick = 10 * time.Millisecond
+
+// processCPU is the CPU time of one process, its ended threads included,
+// and of the children it reaped. /proc/PID/stat counts in whole ticks,
+// which leaves a side that worked 8 ms of a 1 s sample at 0%; the
+// process's CPU clock counts nanoseconds, and is split into user and
+// system time as the ticks split it (the kernel's own cputime_adjust
+// does the same). Reaped children are known in ticks only.
+func processCPU(pid int, st procStat) cpu.Usage {
+	u := cpu.Usage{User: time.Duration(st.utime+st.cutime) * tick, System: time.Duration(st.stime+st.cstime) * tick}
+	var ts unix.Timespec
+	// The clock of process pid, in its scheduler's nanoseconds:
+	// MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) of the kernel's headers.
+	if err := unix.ClockGettime(int32((^pid)<<3|2), &ts); err != nil {
+		return u // it ended since its stat was read: its ticks stand
+	}
+	own := time.Duration(ts.Nano())
+	var user time.Duration // before its first tick, all of it counts as system
+	if ticks := st.utime + st.stime; ticks > 0 {
+		user = time.Duration(float64(own) * float64(st.utime) / float64(ticks))
+	}
+	return cpu.Usage{User: user + time.Duration(st.cutime)*tick, System: own - user + time.Duration(st.cstime)*tick}
 }
 
 // engineLine is what checkEngineLine needs of a control request.
