@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"cnbench/internal/engine"
 	"cnbench/internal/measure"
+	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/site"
 	"cnbench/internal/units"
@@ -137,13 +139,8 @@ func (d *nativeDriver) listen(ctx context.Context, port int, opts engine.SocketO
 	p := d.path
 	serverTargets := make([]string, len(p.Servers))
 	pingTargets := make([]string, len(p.Servers))
-	for i, st := range p.Servers {
-		addr := st.Endpoint().Addr
-		got, err := d.servers[i].Client.ListenIn(ctx, d.serverNetns[i], addr.String(), port, opts)
-		if err != nil {
-			return d.servers[i].Describe(fmt.Errorf("listen on %s: %w", addr, err))
-		}
-		target, err := p.Expose(st, got)
+	for i := range p.Servers {
+		target, err := d.listenOne(ctx, i, port, opts)
 		if err != nil {
 			return err
 		}
@@ -157,6 +154,32 @@ func (d *nativeDriver) listen(ctx context.Context, port int, opts engine.SocketO
 		d.pingTargets = append(d.pingTargets, pingTargets[p.ServerOf[i]])
 	}
 	return nil
+}
+
+// portTries bounds how often a server listens again for a port its host
+// does not publish yet. Each try in a fresh namespace collides with
+// another server's port about once in 28,000 per server before it.
+const portTries = 8
+
+// listenOne has server i's engine listen, on port if not 0, and exposes
+// what it got. Servers that pick their ports in namespaces of their own
+// may pick one their host already publishes for another (behind nat):
+// such a server listens again, its first listener left unused until the
+// engine stops.
+func (d *nativeDriver) listenOne(ctx context.Context, i, port int, opts engine.SocketOptions) (netip.AddrPort, error) {
+	st := d.path.Servers[i]
+	addr := st.Endpoint().Addr
+	for try := 1; ; try++ {
+		got, err := d.servers[i].Client.ListenIn(ctx, d.serverNetns[i], addr.String(), port, opts)
+		if err != nil {
+			return netip.AddrPort{}, d.servers[i].Describe(fmt.Errorf("listen on %s: %w", addr, err))
+		}
+		target, err := d.path.Expose(st, got)
+		if errors.Is(err, mode.ErrPortTaken) && port == 0 && try < portTries {
+			continue
+		}
+		return target, err
+	}
 }
 
 func (d *nativeDriver) Stop() error {

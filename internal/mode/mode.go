@@ -195,6 +195,12 @@ func Unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
+// ErrPortTaken marks a port that Expose cannot publish because its host
+// already publishes it for another endpoint: servers in namespaces of
+// their own pick their ports apart, and two may pick the same. The
+// server listens again on another port.
+var ErrPortTaken = errors.New("port already published on the host")
+
 // ErrBadInput marks a mode whose input, a file the user named, cannot be
 // used: it is refused before anything is built, not skipped.
 var ErrBadInput = errors.New("bad input")

@@ -37,6 +37,8 @@ type natRules struct {
 	conn   *nftables.Conn
 	family topo.Family
 	tables []natChains
+	// published is the endpoint each published port leads to.
+	published map[int]netip.Addr
 }
 
 type natChains struct {
@@ -88,6 +90,15 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 	if !ok {
 		return netip.AddrPort{}, fmt.Errorf("expose %s:%d: no nat rules on host %s", ep.Addr, port, ep.Host.Name)
 	}
+	published := netip.AddrPortFrom(rules.family.Dial(ep.Host.Addr), uint16(port))
+	// A second rule for a published port would never match: the first
+	// takes every connection, and the second server would see none.
+	if to, ok := rules.published[port]; ok {
+		if to == ep.Addr {
+			return published, nil
+		}
+		return netip.AddrPort{}, fmt.Errorf("%w: %s leads to %s, not %s", mode.ErrPortTaken, published, to, ep.Addr)
+	}
 	for _, t := range rules.tables {
 		published := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Host.Addr), uint16(port))
 		target := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Addr), uint16(port))
@@ -95,10 +106,10 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 			rules.conn.AddRule(&nftables.Rule{Table: t.table, Chain: t.prerouting, Exprs: dnatExprs(proto, published, target)})
 		}
 	}
-	published := netip.AddrPortFrom(rules.family.Dial(ep.Host.Addr), uint16(port))
 	if err := rules.conn.Flush(); err != nil {
 		return netip.AddrPort{}, fmt.Errorf("publish %s -> %s:%d in %q: %w", published, ep.Addr, port, ep.Host.NS.Name, err)
 	}
+	rules.published[port] = ep.Addr
 	return published, nil
 }
 
@@ -121,7 +132,7 @@ func newNATRules(ns *netns.NS, hostIndex int, f topo.Family) (*natRules, error) 
 	if err != nil {
 		return nil, fmt.Errorf("nftables connection: %w", err)
 	}
-	r := &natRules{conn: conn, family: f}
+	r := &natRules{conn: conn, family: f, published: map[int]netip.Addr{}}
 	for _, v6 := range []bool{false, true} {
 		if (v6 && !f.Has6()) || (!v6 && !f.Has4()) {
 			continue
