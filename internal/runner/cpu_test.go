@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"cnbench/internal/cpu"
 	"cnbench/internal/measure"
+	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
 	"cnbench/internal/pinning"
@@ -77,26 +79,8 @@ func TestCPUAddsUpAtScale(t *testing.T) {
 // cgroup and holds the sample's sender CPU to the loop's own run time
 // from its schedstat, over the same readings.
 func TestCPUAttributesABusyLoop(t *testing.T) {
-	testutil.RequireRoot(t)
-	hier, err := cpu.FindHierarchy()
-	if err != nil {
-		t.Skip(err)
-	}
 	c := model.Case{Mode: "bridge", Topology: "chc", Workload: "tcp_stream", Params: model.Params{Flows: 1}}
-	plan, err := site.PlanFor(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	em := &site.Emulated{Token: netns.NewToken(), Hier: hier}
-	p, err := em.Place(context.Background(), &c, plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	p := placeCase(t, &c, nil)
 	loop, err := p.Client().Start([]string{"sh", "-c", "while :; do :; done"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -151,4 +135,34 @@ func runTime(t *testing.T, pid int) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(n)
+}
+
+// placeCase builds c's path on this machine's emulated hosts, its sites'
+// processes started with env, and removes it when the test ends. A mode
+// this machine lacks skips the test.
+func placeCase(t *testing.T, c *model.Case, env []string) *site.Path {
+	t.Helper()
+	testutil.RequireRoot(t)
+	hier, err := cpu.FindHierarchy()
+	if err != nil {
+		t.Skip(err)
+	}
+	plan, err := site.PlanFor(c)
+	if errors.Is(err, mode.ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := &site.Emulated{Token: netns.NewToken(), Hier: hier, Env: env}
+	p, err := em.Place(context.Background(), c, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := errors.Join(p.Close(), em.Close()); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
 }

@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"cnbench/internal/cpu"
 	"cnbench/internal/driver"
 	"cnbench/internal/model"
-	"cnbench/internal/netns"
-	"cnbench/internal/site"
-	"cnbench/internal/testutil"
 )
 
 // TestServersBehindNATGetPortsOfTheirOwn has two servers behind one nat
@@ -21,28 +17,9 @@ import (
 // client must still reach its own server: the host publishes one port
 // per server, and each server's engine collects its own client's flow.
 func TestServersBehindNATGetPortsOfTheirOwn(t *testing.T) {
-	testutil.RequireRoot(t)
-	hier, err := cpu.FindHierarchy()
-	if err != nil {
-		t.Skip(err)
-	}
 	c := model.Case{Mode: "nat", Topology: "chc", Workload: "tcp_stream", Engine: "native",
 		Params: model.Params{Flows: 1, MsgSize: 128 << 10, Pattern: model.PatternNToM, Servers: 2, Clients: 2}}
-	plan, err := site.PlanFor(&c)
-	if err != nil {
-		t.Skip(err)
-	}
-	em := &site.Emulated{Token: netns.NewToken(), Hier: hier, Env: append(os.Environ(), engineEnv+"=1")}
-	defer em.Close()
-	p, err := em.Place(context.Background(), &c, plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	p := placeCase(t, &c, append(os.Environ(), engineEnv+"=1"))
 	for _, s := range p.Servers {
 		// A sysctl of the server's own namespace, which the test made.
 		if err := s.Endpoint().NS.Do(func() error {
