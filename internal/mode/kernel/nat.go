@@ -100,10 +100,10 @@ func (m *natMode) Expose(ep *topo.Endpoint, port int) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("%w: %s leads to %s, not %s", mode.ErrPortTaken, published, to, ep.Addr)
 	}
 	for _, t := range rules.tables {
-		published := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Host.Addr), uint16(port))
+		onHost := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Host.Addr), uint16(port))
 		target := netip.AddrPortFrom(topo.AddrIn(t.v6, ep.Addr), uint16(port))
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-			rules.conn.AddRule(&nftables.Rule{Table: t.table, Chain: t.prerouting, Exprs: dnatExprs(proto, published, target)})
+			rules.conn.AddRule(&nftables.Rule{Table: t.table, Chain: t.prerouting, Exprs: dnatExprs(proto, onHost, target)})
 		}
 	}
 	if err := rules.conn.Flush(); err != nil {
