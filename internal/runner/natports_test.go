@@ -22,9 +22,7 @@ func TestServersBehindNATGetPortsOfTheirOwn(t *testing.T) {
 	p := placeCase(t, &c, append(os.Environ(), engineEnv+"=1"))
 	for _, s := range p.Servers {
 		// A sysctl of the server's own namespace, which the test made.
-		if err := s.Endpoint().NS.Do(func() error {
-			return os.WriteFile("/proc/sys/net/ipv4/ip_local_port_range", []byte("40000 40001"), 0o644)
-		}); err != nil {
+		if err := s.Endpoint().NS.Sysctl("net.ipv4.ip_local_port_range", "40000 40001"); err != nil {
 			t.Fatal(err)
 		}
 	}
