@@ -468,8 +468,7 @@ func (s *session) cpuUsage(ep *endpoint) (cpu.Usage, error) {
 	for tries := 0; ; tries++ {
 		pids, total := s.livePIDs(ep)
 		u, err := treeCPU(pids)
-		total.User += u.User
-		total.System += u.System
+		total = total.Add(u)
 		// A program that ended between the listing and its reading
 		// counts as ended once reaped, a moment later.
 		if err == nil || tries == 20 {
@@ -543,9 +542,7 @@ func treeCPU(pids []int) (cpu.Usage, error) {
 			return cpu.Usage{}, fmt.Errorf("read CPU time of process %d: it has ended", root)
 		}
 		for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
-			u := processCPU(queue[0], stats[queue[0]])
-			total.User += u.User
-			total.System += u.System
+			total = total.Add(processCPU(queue[0], stats[queue[0]]))
 			queue = append(queue, children[queue[0]]...)
 		}
 	}

@@ -25,6 +25,9 @@ type Usage struct {
 // Total is user plus system time.
 func (u Usage) Total() time.Duration { return u.User + u.System }
 
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage { return Usage{u.User + v.User, u.System + v.System} }
+
 // Sub returns u - v.
 func (u Usage) Sub(v Usage) Usage { return Usage{u.User - v.User, u.System - v.System} }
 

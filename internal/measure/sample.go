@@ -60,7 +60,7 @@ func read(p *site.Path) (reading, error) {
 			if _, ok := s.(*site.Local); !ok {
 				r.local = false
 			}
-			total = cpu.Usage{User: total.User + rd.CPU.User, System: total.System + rd.CPU.System}
+			total = total.Add(rd.CPU)
 			if traffic && !seen[rd.Namespace] {
 				seen[rd.Namespace] = true
 				r.wire, r.udp = r.wire.Add(rd.Links), r.udp.Add(rd.UDP)
