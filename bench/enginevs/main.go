@@ -116,12 +116,8 @@ func failures(res *model.RunResult) error {
 			continue
 		}
 		failed++
-		pinning := c.Params.Placement
-		if pinning == "" {
-			pinning = "none"
-		}
 		fmt.Fprintf(os.Stderr, "enginevs: %s %s %s flows=%d cc=%s pinning=%s failed: %s\n",
-			c.Mode, c.Workload, c.Engine, c.Params.Flows, ccLabel(c.Params.CC), pinning, c.Reason)
+			c.Mode, c.Workload, c.Engine, c.Params.Flows, ccLabel(c.Params.CC), pinningLabel(c.Params.Placement), c.Reason)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d cases failed", failed, len(res.Cases))
@@ -148,13 +144,9 @@ type row struct {
 // samples of the metric over a case, in the order they were taken: the
 // engines of a path took turns, so sample i of two engines ran side by side.
 func samples(res *model.RunResult, r row, workload, engine, metric string) []float64 {
-	placement := r.placement
-	if placement == "none" {
-		placement = "" // how the scenario records it
-	}
 	for _, c := range res.Cases {
 		if c.Mode != r.mode || c.Workload != workload || c.Engine != engine || c.Status != model.StatusOK ||
-			c.Params.Placement != placement || (workload == "tcp_stream" && (c.Params.Flows != r.flows || c.Params.CC != r.cc)) {
+			pinningLabel(c.Params.Placement) != r.placement || (workload == "tcp_stream" && (c.Params.Flows != r.flows || c.Params.CC != r.cc)) {
 			continue
 		}
 		var xs []float64
@@ -197,22 +189,37 @@ func printRow(w *tabwriter.Writer, res *model.RunResult, r row, withRTT bool) {
 	if r.flows == 1 && withRTT {
 		ln, ls, lp = at("tcp_rr", "native", model.LatencyMeanUS), at("tcp_rr", "sockperf", model.LatencyMeanUS), at("tcp_rr", "netperf", model.LatencyMeanUS)
 	}
-	m := stats.Median
-	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+	n := func(xs []float64) measured { return measured{xs, stats.Median(xs)} }
+	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 		label(r.mode), r.placement, r.flows, ccLabel(r.cc),
-		median(tn, 1e9, 2), median(ti, 1e9, 2), median(tp, 1e9, 2), ratio(m(tn), m(ti), 1.00, true), ratio(m(tn), m(tp), 1.00, true), paired(tn, ti, true),
-		median(cn, 1, 3), median(ci, 1, 3), median(cp, 1, 3), ratio(m(cn), m(ci), 1.00, false), ratio(m(cn), m(cp), 1.00, false), paired(cn, ci, false),
-		median(ln, 1, 1), median(ls, 1, 1), median(lp, 1, 1), ratio(m(ln), m(ls), 1.10, false), ratio(m(ln), m(lp), 1.10, false))
+		compare(n(tn), n(ti), n(tp), 1e9, 2, 1.00, true), paired(tn, ti, true),
+		compare(n(cn), n(ci), n(cp), 1, 3, 1.00, false), paired(cn, ci, false),
+		compare(n(ln), n(ls), n(lp), 1, 1, 1.10, false))
 }
 
-// median is the median of xs over unit with the given decimals, or "-"
-// where the engine measured nothing (netperf at several flows or under a
-// chosen cc, a failed case), which a 0 would misstate.
-func median(xs []float64, unit float64, decimals int) string {
-	if len(xs) == 0 {
+// measured is one engine's samples of a metric and their median.
+type measured struct {
+	samples []float64
+	median  float64
+}
+
+// compare is the native engine's median beside two references' and its
+// ratio to each, as five tab-separated cells.
+func compare(native, ref1, ref2 measured, unit float64, decimals int, target float64, atLeast bool) string {
+	return strings.Join([]string{
+		median(native, unit, decimals), median(ref1, unit, decimals), median(ref2, unit, decimals),
+		ratio(native.median, ref1.median, target, atLeast), ratio(native.median, ref2.median, target, atLeast),
+	}, "\t")
+}
+
+// median is the median over unit with the given decimals, or "-" where
+// the engine measured nothing (netperf at several flows or under a chosen
+// cc, a failed case), which a 0 would misstate.
+func median(m measured, unit float64, decimals int) string {
+	if len(m.samples) == 0 {
 		return "-"
 	}
-	return strconv.FormatFloat(stats.Median(xs)/unit, 'f', decimals, 64)
+	return strconv.FormatFloat(m.median/unit, 'f', decimals, 64)
 }
 
 // paired is the native engine's per-turn ratio to a reference with its
@@ -231,6 +238,15 @@ func paired(native, ref []float64, higherIsBetter bool) string {
 		verdict = "tie"
 	}
 	return fmt.Sprintf("%.3f [%.3f, %.3f] %s", r.Ratio, r.CI95Low, r.CI95High, verdict)
+}
+
+// pinningLabel names a case's placement as the -placement flag does: a
+// scenario records "none" as no placement at all.
+func pinningLabel(placement string) string {
+	if placement == "" {
+		return "none"
+	}
+	return placement
 }
 
 func ccLabel(cc string) string {
