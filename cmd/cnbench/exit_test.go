@@ -178,6 +178,7 @@ func TestUsageExitCodes(t *testing.T) {
 		{"agent", "extra"},
 		{"runs", "--no-such-flag"},
 		{"validate", "--modes", "brigde"},
+		{"validate", "--keep-cpus-awake=sometimes"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != exitUsage {
 			t.Errorf("%q exits %d, want %d:\n%s", args, code, exitUsage, stderr)

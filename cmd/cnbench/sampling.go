@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"cnbench/internal/runner"
+	"cnbench/internal/workload"
 )
 
 // samplingFlags decide how samples are taken: how many a case takes,
@@ -17,7 +19,7 @@ type samplingFlags struct {
 	maxSamples int
 	timeBudget time.Duration
 	maxSteal   float64
-	keepAwake  bool
+	keepAwake  runner.Awake
 }
 
 func (s *samplingFlags) add(fl *pflag.FlagSet, defaults samplingFlags, targetCIUsage, maxSamplesUsage string) {
@@ -27,9 +29,37 @@ func (s *samplingFlags) add(fl *pflag.FlagSet, defaults samplingFlags, targetCIU
 		"stop sampling a path short of --max-samples once it has its --samples and has sampled this long, its engines together (0: no limit)")
 	fl.Float64Var(&s.maxSteal, "max-steal", defaults.maxSteal,
 		"take a sample again when the hypervisor took more than PCT % of a core from this machine during it (0: keep every sample; the steal is recorded either way)")
-	fl.BoolVar(&s.keepAwake, "keep-cpus-awake", defaults.keepAwake,
-		"keep this machine's CPUs from idling while cases run, with spinners of the lowest priority, as idle=poll would: round trips then lose the CPUs' wake-up time, which on a VM varies widely from sample to sample")
+	s.keepAwake = defaults.keepAwake
+	fl.Var((*awakeFlag)(&s.keepAwake), "keep-cpus-awake",
+		"keep this machine's CPUs from idling while cases run, with spinners of the lowest priority, as idle=poll would: round trips then lose the CPUs' wake-up time, which on a VM varies widely from sample to sample; WHEN is never, round-trips (for "+strings.Join(roundTrips(), ", ")+") or always")
+	fl.Lookup("keep-cpus-awake").NoOptDefVal = runner.AwakeAlways.String()
 }
+
+// roundTrips lists the workloads that time round trips.
+func roundTrips() []string {
+	var names []string
+	for _, n := range workload.Names() {
+		if workload.Get(n).RoundTrips() {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// awakeFlag is --keep-cpus-awake's value.
+type awakeFlag runner.Awake
+
+func (f *awakeFlag) Set(s string) error {
+	a, err := runner.ParseAwake(s)
+	if err != nil {
+		return err
+	}
+	*f = awakeFlag(a)
+	return nil
+}
+
+func (f *awakeFlag) String() string { return runner.Awake(*f).String() }
+func (f *awakeFlag) Type() string   { return "WHEN" }
 
 // check checks the values, --max-samples against the fewest samples a
 // case takes.

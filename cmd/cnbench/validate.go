@@ -77,11 +77,13 @@ sample, so drift falls on both alike. The sender and the receiver are
 pinned (--placement, default different_cores where there are two CPUs),
 since where the scheduler happens to put them moves both throughput and
 round trip by more than the thresholds. A sample during which the
-hypervisor took more than --max-steal of a core is taken again. The
-CPUs are kept from idling meanwhile (--keep-cpus-awake, on by default
-here): on a virtual machine, waking a halted CPU takes the hypervisor a
-time that varies from one sample to the next by more than the engines
-differ, and it would drown the comparison.
+hypervisor took more than --max-steal of a core is taken again. While round
+trips run, the CPUs are kept from idling (--keep-cpus-awake, round-trips
+by default here): on a virtual machine, waking a halted CPU takes the
+hypervisor a time that varies from one sample to the next by more than
+the engines differ, and it would drown the comparison. Streams run with
+the CPUs left alone: they keep their cores busy by themselves, and
+spinners sharing those cores slowed the engines unequally.
 
 Each ratio is the geometric mean of the per-turn ratios, with its 95%
 confidence interval. Each path takes at least --samples turns; it stops
@@ -104,7 +106,7 @@ interval of the threshold, and another run may land on the other side.`,
 	fl.StringSliceVar(&f.workloads, "workloads", validate.Workloads, "workloads to validate, and so the checks: tcp_stream (throughput, received bytes), tcp_rr, udp_rr (round trips, udp loss)")
 	fl.StringVar(&f.family, "family", "ipv4", "address family of the topology: ipv4, ipv6 or dual (traffic over IPv6)")
 	fl.IntVar(&f.samples, "samples", 5, "fewest turns per path (samples per engine and workload)")
-	f.sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: true},
+	f.sampling.add(fl, samplingFlags{maxSamples: 64, timeBudget: 3 * time.Minute, maxSteal: 2, keepAwake: runner.AwakeForRoundTrips},
 		"also stop an engine's case once its own 95% confidence interval is within PCT % of its mean (0: only when its verdict is settled)",
 		"most samples per engine and workload, when the verdict does not settle sooner")
 	fl.StringVar(&f.place, "placement", "", "where the sender and receiver run (default: different_cores with two CPUs or more, else none)")

@@ -172,6 +172,32 @@ func caseMetric(t *testing.T, report, workload, engine, metric string) float64 {
 	return 0
 }
 
+// checkSpinnersForRoundTrips requires validate's default, recorded in
+// each case: the CPUs kept awake for round trips, left alone for the
+// stream.
+func checkSpinnersForRoundTrips(t *testing.T, report string) {
+	t.Helper()
+	var doc struct {
+		Cases []struct {
+			Key    string
+			Params struct {
+				KeepCPUsAwake bool `json:"keep_cpus_awake"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(report), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc.Cases {
+		if want := !strings.Contains(c.Key, "/tcp_stream"); c.Params.KeepCPUsAwake != want {
+			t.Errorf("%s: keep_cpus_awake %v, want %v", c.Key, c.Params.KeepCPUsAwake, want)
+		}
+	}
+	if len(doc.Cases) == 0 {
+		t.Error("no cases in the validation run's report")
+	}
+}
+
 // TestValidateHoldsTheNativeEngineToTheCounters runs validate on veth
 // with the native engine as built, and with one built to report 64
 // times the bytes it received. As built, the stored figures agree with
@@ -228,6 +254,7 @@ func TestValidateHoldsTheNativeEngineToTheCounters(t *testing.T) {
 	if !regexp.MustCompile(`"time_budget_ms": ?180000`).MatchString(rep) {
 		t.Errorf("the validation run's cases do not record the default 3 min time budget:\n%.2000s", rep)
 	}
+	checkSpinnersForRoundTrips(t, rep)
 
 	broken := filepath.Join(t.TempDir(), "cnbench-misreport")
 	if out, err := exec.Command("go", "build", "-tags", "cnbench_misreport", "-o", broken, ".").CombinedOutput(); err != nil {

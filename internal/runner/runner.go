@@ -16,11 +16,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"time"
 
 	"cnbench/internal/agent"
-	"cnbench/internal/awake"
 	"cnbench/internal/cleanup"
 	"cnbench/internal/cluster"
 	"cnbench/internal/cpu"
@@ -29,7 +27,6 @@ import (
 	"cnbench/internal/mode"
 	"cnbench/internal/model"
 	"cnbench/internal/netns"
-	"cnbench/internal/pinning"
 	"cnbench/internal/progress"
 	"cnbench/internal/scenario"
 	"cnbench/internal/selfexe"
@@ -83,10 +80,10 @@ type Options struct {
 	// of one path always do; a mode's overhead against host is then a
 	// ratio of samples taken side by side.
 	Pairing bool
-	// KeepCPUsAwake keeps every CPU of this machine from idling while
-	// cases run (package awake), with AwakeCommand; default: this
-	// executable with the argument "awake".
-	KeepCPUsAwake bool
+	// KeepCPUsAwake says which cases keep every CPU of this machine
+	// from idling while they run (package awake), with AwakeCommand;
+	// default: this executable with the argument "awake".
+	KeepCPUsAwake Awake
 	AwakeCommand  []string
 }
 
@@ -199,7 +196,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 			cases[i].Params.TimeBudgetMS = r.opts.TimeBudget.Milliseconds()
 		}
 		cases[i].Params.MaxStealPct = r.opts.MaxStealPct
-		cases[i].Params.KeepCPUsAwake = r.opts.KeepCPUsAwake
+		cases[i].Params.KeepCPUsAwake = r.opts.KeepCPUsAwake.For(cases[i].Workload)
 	}
 	return cases
 }
@@ -208,14 +205,17 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 // in turns (turns.go), going on from prior[i] (the samples a resumed
 // case already has; prior may be nil), and stores how the run ended.
 func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]model.Sample) error {
-	stopSpinners, err := r.keepCPUsAwake(cases)
-	if err != nil {
-		return err
-	}
-	defer stopSpinners()
+	spin := &spinners{r: r}
+	defer spin.stop()
 	var runErr error
 	for _, g := range r.inTurns(cases, order) {
 		if ctx.Err() != nil {
+			break
+		}
+		// The cases of a group share their workload, and so whether
+		// they keep the CPUs awake (a resumed case as it did at first).
+		if err := spin.want(cases[g[0]].Params.KeepCPUsAwake); err != nil {
+			runErr = err
 			break
 		}
 		cs := make([]*model.Case, len(g))
@@ -247,29 +247,6 @@ func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, ca
 		runErr = ctx.Err()
 	}
 	return runErr
-}
-
-// keepCPUsAwake starts spinners on every CPU of this machine if the
-// cases ask for them (a resumed run asks as it did at first), and
-// returns what stops them.
-func (r *Runner) keepCPUsAwake(cases []model.Case) (stop func(), err error) {
-	if !slices.ContainsFunc(cases, func(c model.Case) bool { return c.Params.KeepCPUsAwake }) {
-		return func() {}, nil
-	}
-	m, err := pinning.ReadMachine()
-	if err != nil {
-		return nil, err
-	}
-	cpus := make([]int, len(m))
-	for i, c := range m {
-		cpus[i] = c.ID
-	}
-	k, err := awake.Start(r.opts.AwakeCommand, cpus)
-	if err != nil {
-		return nil, err
-	}
-	r.prog.Printf("keeping CPUs %s awake (spinner process %d)", pinning.FormatList(cpus), k.PID())
-	return func() { k.Stop() }, nil
 }
 
 // recordOutcome stores how measuring c ended, err being what ended it.

@@ -561,7 +561,7 @@ engines: [native, iperf3]
 // the cases must record it, and no spinner may outlive the run.
 func TestKeepCPUsAwakeWhileCasesRun(t *testing.T) {
 	r, st := newTestRunner(t)
-	r.opts.KeepCPUsAwake = true
+	r.opts.KeepCPUsAwake = AwakeAlways
 	before, began := testutil.IdleTicks(t), time.Now()
 	res := runDoc(t, r, st, "awake.yaml", `
 name: awake
@@ -584,6 +584,51 @@ workloads: [tcp_rr]
 	for _, c := range res.Cases {
 		if c.Status != model.StatusOK || !c.Params.KeepCPUsAwake {
 			t.Errorf("%s: %s %s, keep_cpus_awake %v", c.Key, c.Status, c.Reason, c.Params.KeepCPUsAwake)
+		}
+	}
+	if left := childrenRunning(t, "awake"); len(left) > 0 {
+		t.Errorf("spinner processes %v outlived the run", left)
+	}
+}
+
+// TestKeepCPUsAwakeForRoundTripsOnly runs round trips and a slow stream,
+// all of which leave the CPUs mostly idle, one after the other, and
+// keeps the CPUs awake for round trips only: each round-trip sample must
+// find the machine busy, as /proc/stat counts the spinners' time, and
+// each stream sample must find it mostly idle, so the spinners were
+// started, stopped and started again between the cases.
+func TestKeepCPUsAwakeForRoundTripsOnly(t *testing.T) {
+	r, st := newTestRunner(t)
+	r.opts.KeepCPUsAwake = AwakeForRoundTrips
+	r.opts.Order = OrderSequential
+	res := runDoc(t, r, st, "awake-rr.yaml", `
+name: awake-rr
+duration: 1s
+warmup: 0s
+samples: 2
+modes: [veth]
+topologies: [chc]
+workloads:
+  - tcp_rr
+  - {type: udp_stream, rate: 10mbit}
+  - ping
+`)
+	cores := 100 * float64(runtime.NumCPU())
+	for _, c := range res.Cases {
+		roundTrip := c.Workload != workload.UDPStream
+		if c.Status != model.StatusOK || c.Params.KeepCPUsAwake != roundTrip {
+			t.Errorf("%s: %s %s, keep_cpus_awake %v; want ok, %v", c.Key, c.Status, c.Reason, c.Params.KeepCPUsAwake, roundTrip)
+			continue
+		}
+		for _, s := range c.Samples {
+			busy := s.Values[model.CPUMachinePct]
+			t.Logf("%s sample %d: machine busy %.0f%% of one core", c.Key, s.Index, busy)
+			switch {
+			case roundTrip && busy < 0.9*cores:
+				t.Errorf("%s sample %d: machine busy %.0f%% of one core with spinners on %d CPUs", c.Key, s.Index, busy, runtime.NumCPU())
+			case !roundTrip && busy > 0.5*cores:
+				t.Errorf("%s sample %d: machine busy %.0f%% of one core for a 10 Mbit/s stream: spinners ran", c.Key, s.Index, busy)
+			}
 		}
 	}
 	if left := childrenRunning(t, "awake"); len(left) > 0 {

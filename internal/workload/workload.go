@@ -88,6 +88,18 @@ func (r Row) SocketsPerFlow() (client, server int) {
 	return 1, 1
 }
 
+// RoundTrips reports whether the workload times round trips: each
+// message waits on the other side's answer, so its threads block and
+// wake on every one, and an idle CPU's wake-up time is part of what it
+// measures.
+func (r Row) RoundTrips() bool {
+	switch r.Shape {
+	case RequestResponse, ConnectRequestResponse, Echo:
+		return true
+	}
+	return false
+}
+
 // The scenario keys a row may list.
 const (
 	KeyFlows        = "flows"
