@@ -2,8 +2,11 @@ package runner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"cnbench/internal/awake"
+	"cnbench/internal/model"
 	"cnbench/internal/pinning"
 	"cnbench/internal/workload"
 )
@@ -69,9 +72,30 @@ func (a Awake) For(workloadName string) bool {
 // it run: started when such a group of cases begins, stopped when a
 // group that does not ask begins, or when the run ends.
 type spinners struct {
-	r         *Runner
-	k         *awake.Keeper
+	r *Runner
+	// while names the cases that ask, for the run's log.
+	while     string
 	announced bool
+	k         *awake.Keeper
+}
+
+// newSpinners prepares the spinners for a run's cases; none start yet.
+func newSpinners(r *Runner, cases []model.Case) *spinners {
+	var asking []string
+	all := true
+	for _, c := range cases {
+		switch {
+		case !c.Params.KeepCPUsAwake:
+			all = false
+		case !slices.Contains(asking, c.Workload):
+			asking = append(asking, c.Workload)
+		}
+	}
+	s := &spinners{r: r, while: "cases run"}
+	if !all {
+		s.while = strings.Join(asking, ", ") + " cases run"
+	}
+	return s
 }
 
 // want starts or stops the spinners.
@@ -95,18 +119,10 @@ func (s *spinners) want(on bool) error {
 		return err
 	}
 	if !s.announced {
-		s.r.prog.Printf("keeping CPUs %s awake while %s (spinner process %d)", pinning.FormatList(cpus), s.r.opts.KeepCPUsAwake.while(), s.k.PID())
+		s.r.prog.Printf("keeping CPUs %s awake while %s (spinner process %d)", pinning.FormatList(cpus), s.while, s.k.PID())
 		s.announced = true
 	}
 	return nil
-}
-
-// while says when the policy keeps the CPUs awake, for the run's log.
-func (a Awake) while() string {
-	if a == AwakeForRoundTrips {
-		return "round trips run"
-	}
-	return "cases run"
 }
 
 // stop ends the spinners if they run.

@@ -205,7 +205,7 @@ func (r *Runner) prepareCases(spec *scenario.Spec) []model.Case {
 // in turns (turns.go), going on from prior[i] (the samples a resumed
 // case already has; prior may be nil), and stores how the run ended.
 func (r *Runner) execute(ctx context.Context, runID int64, started time.Time, cases []model.Case, order []int, prior [][]model.Sample) error {
-	spin := &spinners{r: r}
+	spin := newSpinners(r, cases)
 	defer spin.stop()
 	var runErr error
 	for _, g := range r.inTurns(cases, order) {
