@@ -326,6 +326,10 @@ func writeRecord(r clusterRecord) error {
 	if err != nil {
 		return err
 	}
+	// /run is emptied at boot: the first record after one makes the directory.
+	if err := os.MkdirAll(clusterDir(), 0o755); err != nil {
+		return err
+	}
 	tmp := recordPath(r.Token) + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return err
