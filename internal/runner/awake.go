@@ -76,7 +76,9 @@ type spinners struct {
 	// while names the cases that ask, for the run's log.
 	while     string
 	announced bool
-	k         *awake.Keeper
+	// cpus are this machine's, read when the spinners first start.
+	cpus []int
+	k    *awake.Keeper
 }
 
 // newSpinners prepares the spinners for a run's cases; none start yet.
@@ -107,19 +109,21 @@ func (s *spinners) want(on bool) error {
 	if s.k != nil {
 		return nil
 	}
-	m, err := pinning.ReadMachine()
-	if err != nil {
-		return err
+	if s.cpus == nil {
+		m, err := pinning.ReadMachine()
+		if err != nil {
+			return err
+		}
+		for _, c := range m {
+			s.cpus = append(s.cpus, c.ID)
+		}
 	}
-	cpus := make([]int, len(m))
-	for i, c := range m {
-		cpus[i] = c.ID
-	}
-	if s.k, err = awake.Start(s.r.opts.AwakeCommand, cpus); err != nil {
+	var err error
+	if s.k, err = awake.Start(s.r.opts.AwakeCommand, s.cpus); err != nil {
 		return err
 	}
 	if !s.announced {
-		s.r.prog.Printf("keeping CPUs %s awake while %s (spinner process %d)", pinning.FormatList(cpus), s.while, s.k.PID())
+		s.r.prog.Printf("keeping CPUs %s awake while %s (spinner process %d)", pinning.FormatList(s.cpus), s.while, s.k.PID())
 		s.announced = true
 	}
 	return nil
