@@ -22,12 +22,15 @@
 // collect know when a session is complete, even if it is asked before the
 // last connection has been accepted.
 //
-// The data paths bypass Go's netpoller: a flow gets its own goroutine
-// locked to an OS thread, doing blocking system calls on the raw socket with
-// a reusable buffer, so the per-message cost is close to that of a C tool
-// such as iperf3 or sockperf. A stream of more flows than the engine has
-// CPUs is driven instead by one such thread per CPU, each over its group of
-// flows through epoll (see streamGroups and receivePool).
+// The data paths bypass Go's netpoller: a flow gets its own goroutine and
+// OS thread, doing blocking system calls on the raw socket with a reusable
+// buffer, so the per-message cost is close to that of a C tool such as
+// iperf3 or sockperf. A request/response flow's goroutine is locked to its
+// thread; a stream's is not, and its blocking calls wait a few
+// milliseconds at most, which keeps Go's runtime from waking on the
+// measured CPUs (see streamSlice). A stream of more flows than the engine
+// has CPUs is driven instead by one such thread per CPU, each over its
+// group of flows through epoll (see streamGroups and receivePool).
 // The receiver's byte count is authoritative for throughput; the sender's
 // is reported for loss accounting.
 //

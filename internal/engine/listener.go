@@ -171,10 +171,10 @@ func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o Soc
 		return e.receivers.receive(fd, m, s)
 	}
 	defer holdP()()
+	if h.kind != kindRR {
+		return receiveStream(fd, int(h.flowCount), m, s) // unlocked: see streamSlice
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if h.kind == kindRR {
-		return serveRR(fd, h, m, s)
-	}
-	return receiveStream(fd, int(h.flowCount), m, s)
+	return serveRR(fd, h, m, s)
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -150,9 +149,7 @@ func newReceiveThread() (*receiveThread, error) {
 // run reads whichever flows have data, one buffer each per pass, so that
 // no flow waits behind another's backlog.
 func (t *receiveThread) run() {
-	defer holdP()()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	defer holdP()() // on no locked thread: see streamSlice
 	defer unix.Close(t.ep)
 	defer unix.Close(t.wake)
 	buf := make([]byte, receiveBufferSize)

@@ -185,6 +185,11 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 			}
 			ready.Done()
 			<-l.begin
+			if spec.Workload == WorkloadTCPStream {
+				// Locked until now so that its thread was made
+				// beforehand; see streamSlice.
+				runtime.UnlockOSThread()
+			}
 			switch {
 			case l.deadline == 0:
 			case len(group) == 1:

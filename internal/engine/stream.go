@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // receiveBufferSize is the read size on the receiving side; large reads
 // keep the system call count per gigabyte low.
 const receiveBufferSize = 256 << 10
@@ -14,30 +16,72 @@ const receiveBufferSize = 256 << 10
 // a segment that may not leave yet with a timer, an interrupt on the
 // sending core. docs/performance.md has both measurements.
 
+// A stream's goroutine leaves its thread once the stream begins, and each
+// of its blocking system calls waits at most streamSlice. Both keep Go's
+// runtime off the CPUs being measured. The runtime's monitor takes the P
+// of a system call still blocked after 10 ms, and then polls every 20 µs
+// for a millisecond: over OVS's userspace datapath, which drops a fifth of
+// a stream's segments, 63 of 1,423 sends in 2 s blocked longer than that,
+// and the sending engine's monitor woke 1,700 times a second. And a yield
+// (yielder) of a goroutine locked to its thread hands its P to another
+// thread and back, two futex wake-ups and four context switches, where an
+// unlocked goroutine goes on on its own thread. Request/response flows
+// keep their locked threads: a round trip's wake-up must find its thread
+// (see keepASpareP). docs/performance.md has the measurements.
+const streamSlice = 4 * time.Millisecond
+
+// sliceCalls bounds fd's blocking calls to streamSlice for the length of
+// a stream; restore puts back the flow's own timeout.
+func sliceCalls(fd int, timeout time.Duration) (restore func(), err error) {
+	if err := setTimeouts(fd, streamSlice); err != nil {
+		return nil, err
+	}
+	return func() { setTimeouts(fd, timeout) }, nil
+}
+
 // receiveStream counts bytes until the peer closes; flows is how many flows
-// its session has.
+// its session has. A peer silent for serverSocketTimeout fails the flow.
 func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
+	restore, err := sliceCalls(fd, serverSocketTimeout)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	buf := make([]byte, receiveBufferSize)
 	y := newYielder(flows)
+	last := monotonicNow()
 	for {
 		n, err := recv(fd, buf)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
 		now := monotonicNow()
-		m.add(n, now, s)
+		switch {
+		case err == errSocketTimeout:
+			if time.Duration(now-last) > serverSocketTimeout {
+				return err
+			}
+		case err != nil:
+			return err
+		case n == 0:
+			return nil
+		default:
+			m.add(n, now, s)
+			last = now
+		}
 		y.maybeYield(now)
 	}
 }
 
 // sendStream writes buf repeatedly until the monotonic deadline and
 // returns the bytes sent and when it stopped; flows is how many flows run
-// alongside.
+// alongside. A socket that takes nothing for clientSocketTimeout fails
+// the flow.
 func sendStream(fd int, buf []byte, flows int, deadline int64) (sent, stoppedAt int64, err error) {
+	restore, err := sliceCalls(fd, clientSocketTimeout)
+	if err != nil {
+		return 0, monotonicNow(), err
+	}
+	defer restore()
 	y := newYielder(flows)
+	last := monotonicNow()
 	for {
 		now := monotonicNow()
 		if now >= deadline {
@@ -46,7 +90,11 @@ func sendStream(fd int, buf []byte, flows int, deadline int64) (sent, stoppedAt 
 		y.maybeYield(now)
 		n, err := send(fd, buf)
 		sent += int64(n)
-		if err != nil {
+		switch {
+		case n > 0:
+			last = now
+		case err == errSocketTimeout && time.Duration(now-last) <= clientSocketTimeout:
+		case err != nil:
 			return sent, monotonicNow(), err
 		}
 	}
