@@ -119,3 +119,55 @@ func TestStreamReceiverWaitsOutAPause(t *testing.T) {
 		t.Errorf("received %d bytes, want %d", m.bytes, 2*half)
 	}
 }
+
+// TestStreamReceiverTakesBytesBelowItsMark sends less than the
+// low-water mark and then nothing for many slices before closing: the
+// receiver must count those bytes within a slice of their sending, not at
+// the close, and leave the mark on the socket.
+func TestStreamReceiverTakesBytesBelowItsMark(t *testing.T) {
+	reader, writer := loopbackPair(t)
+	markBefore, err := unix.GetsockoptInt(reader, unix.SOL_SOCKET, unix.SO_RCVLOWAT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{}
+	var m flowMeter
+	done := make(chan error, 1)
+	go func() { done <- receiveStream(reader, 1, &m, s) }()
+	small := make([]byte, 100)
+	if err := sendN(writer, small, len(small)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * streamSlice)
+	sentSecond := monotonicNow()
+	if err := sendN(writer, small, len(small)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * streamSlice)
+	unix.Shutdown(writer, unix.SHUT_WR)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receiver was still reading 10 s after its peer closed")
+	}
+	if m.bytes != 2*int64(len(small)) {
+		t.Fatalf("received %d bytes, want %d", m.bytes, 2*len(small))
+	}
+	if late := time.Duration(m.last - sentSecond); late < 0 || late > 3*streamSlice {
+		t.Errorf("%d bytes below the mark were counted %v after they were sent; a read waits %v at most", len(small), late, streamSlice)
+	}
+	want := streamLowWater
+	if buf, err := unix.GetsockoptInt(reader, unix.SOL_SOCKET, unix.SO_RCVBUF); err != nil {
+		t.Fatal(err)
+	} else if buf < 4*streamLowWater {
+		want = markBefore // too small a buffer to hold the mark: setLowWater leaves it
+	}
+	if got, err := unix.GetsockoptInt(reader, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err != nil {
+		t.Fatal(err)
+	} else if got != want {
+		t.Errorf("the stream's socket has a low-water mark of %d bytes, want %d", got, want)
+	}
+}
