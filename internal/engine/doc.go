@@ -28,9 +28,7 @@
 // iperf3 or sockperf. A request/response flow's goroutine is locked to its
 // thread; a stream's is not, and its blocking calls wait a few
 // milliseconds at most, which keeps Go's runtime from waking on the
-// measured CPUs (see streamSlice); a stream's reader of its own socket
-// waits for a low-water mark rather than each segment (streamLowWater).
-// A stream of more flows than the engine
+// measured CPUs (see streamSlice). A stream of more flows than the engine
 // has CPUs is driven instead by one such thread per CPU, each over its
 // group of flows through epoll (see streamGroups and receivePool).
 // The receiver's byte count is authoritative for throughput; the sender's

@@ -101,25 +101,3 @@ func setTimeouts(fd int, d time.Duration) error {
 	}
 	return nil
 }
-
-// setLowWater has a blocked read of fd return once mark bytes are queued
-// (or the peer closes, or the receive timeout passes), where the receive
-// buffer holds the mark four times over. On a socket whose buffer the
-// kernel may still grow, a mark whose window exceeds the buffer also
-// clamps the window to the mark (tcp_set_rcvlowat), which would slow the
-// stream being measured.
-//
-// Equivalent to: setsockopt(SO_RCVLOWAT)
-func setLowWater(fd, mark int) error {
-	buf, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
-	if err != nil {
-		return fmt.Errorf("read receive buffer size: %w", err)
-	}
-	if buf < 4*mark {
-		return nil
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, mark); err != nil {
-		return fmt.Errorf("set low-water mark: %w", err)
-	}
-	return nil
-}

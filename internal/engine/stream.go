@@ -6,27 +6,18 @@ import "time"
 // keep the system call count per gigabyte low.
 const receiveBufferSize = 256 << 10
 
-// The sockets a pooled reader drains (receivePool) keep the kernel's
-// low-water mark of one byte. A mark of 64 KiB there sent four pinned
-// flows 30% further on one machine, with a fifth fewer wake-ups of the
-// reader, and held them at 0.75 to 0.87 of iperf3 on another of the same
-// kind, where without it they read 0.93 to 1.10. There, under BBR (the
-// machine's default), the sending core took 5,870 pacing timers per GB
-// with the mark and 1,760 without: BBR releases a segment that may not
-// leave yet with a timer, an interrupt on the sending core.
-//
-// A socket read by a thread of its own has a mark of streamLowWater once
-// its first bytes are in: a read that finds less waits for more, for
-// streamSlice at most. Without it a reader faster than the path returns
-// with whatever the last segment brought and reads again. Over loopback,
-// where the sender is the bottleneck, the reader made 8,816 reads per GB
-// without the mark and 7,743 with it, the sending core took a tenth fewer
-// timer interrupts, and one flow went from 0.93-1.01 of iperf3's
-// throughput to 0.98-1.16 (the reader's wake-ups stayed at 6,050 per GB).
-// The mark stays below a loopback segment (64 KiB): a mark of 64 KiB made
-// the reader wait for a second segment and slowed loopback by a fifth.
-// docs/performance.md has the measurements.
-const streamLowWater = 32 << 10
+// A stream's receiving sockets keep the kernel's low-water mark of one
+// byte. A mark of 64 KiB on the sockets a pooled reader drains
+// (receivePool) sent four pinned flows 30% further on one machine, with a
+// fifth fewer wake-ups of the reader, and held them at 0.75 to 0.87 of
+// iperf3 on another of the same kind, where without it they read 0.93 to
+// 1.10. There, under BBR (the machine's default), the sending core took
+// 5,870 pacing timers per GB with the mark and 1,760 without: BBR releases
+// a segment that may not leave yet with a timer, an interrupt on the
+// sending core. A mark of 16 or 32 KiB on a socket read by a thread of its
+// own took one flow over loopback from 0.90-0.96 of iperf3 to 1.00-1.04,
+// and cost one through dockerd's port-mapping proxy as much (0.95 to
+// 0.86-0.90). docs/performance.md has the measurements.
 
 // A stream's goroutine leaves its thread once the stream begins, and each
 // of its blocking system calls waits at most streamSlice. Both keep Go's
@@ -62,7 +53,6 @@ func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
 	buf := make([]byte, receiveBufferSize)
 	y := newYielder(flows)
 	last := monotonicNow()
-	marked := false
 	for {
 		n, err := recv(fd, buf)
 		now := monotonicNow()
@@ -78,13 +68,6 @@ func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
 		default:
 			m.add(n, now, s)
 			last = now
-			if !marked {
-				// Only now: the first byte's time is the stream's start.
-				if err := setLowWater(fd, streamLowWater); err != nil {
-					return err
-				}
-				marked = true
-			}
 		}
 		y.maybeYield(now)
 	}
