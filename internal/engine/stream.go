@@ -15,9 +15,9 @@ const receiveBufferSize = 256 << 10
 // 5,870 pacing timers per GB with the mark and 1,760 without: BBR releases
 // a segment that may not leave yet with a timer, an interrupt on the
 // sending core. A mark of 16 or 32 KiB on a socket read by a thread of its
-// own took one flow over loopback from 0.90-0.96 of iperf3 to 1.00-1.04,
-// and cost one through dockerd's port-mapping proxy as much (0.95 to
-// 0.86-0.90). docs/performance.md has the measurements.
+// own took one flow over loopback from 0.90-1.01 of iperf3's throughput
+// to 0.98-1.16, and cost one through dockerd's port-mapping proxy about as
+// much (0.95 to 0.86-0.90). docs/performance.md has the measurements.
 
 // A stream's goroutine leaves its thread once the stream begins, and each
 // of its blocking system calls waits at most streamSlice. Both keep Go's
