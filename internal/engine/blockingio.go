@@ -6,7 +6,7 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"net"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -14,10 +14,14 @@ import (
 
 var errSocketTimeout = errors.New("socket timed out")
 
-// detach takes a connection out of Go's netpoller: it duplicates the
-// descriptor, closes the net.TCPConn and puts the socket in blocking mode,
-// so the data path can make one plain system call per message.
-func detach(conn *net.TCPConn) (int, error) {
+// detach takes a connection or a listener out of Go's netpoller: it
+// duplicates the descriptor, closes Go's socket and puts the duplicate in
+// blocking mode, so the data path can make one plain system call per
+// message or connection.
+func detach(conn interface {
+	syscall.Conn
+	Close() error
+}) (int, error) {
 	defer conn.Close()
 	raw, err := conn.SyscallConn()
 	if err != nil {

@@ -31,6 +31,9 @@
 // measured CPUs (see streamSlice). A stream of more flows than the engine
 // has CPUs is driven instead by one such thread per CPU, each over its
 // group of flows through epoll (see streamGroups and receivePool).
+// Listeners bypass it too: one thread per CPU waits in accept(2) on each
+// listening socket and answers a tcp_crr connection's one transaction
+// itself, as netserver does; other flows go to goroutines of their own.
 // The receiver's byte count is authoritative for throughput; the sender's
 // is reported for loss accounting.
 //

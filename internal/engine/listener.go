@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,73 +59,189 @@ func (e *engine) listen(addr string, port int, nsPath string, o SocketOptions) (
 			}
 			return 0, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		udp, err := e.sockets.adoptListening(fd)
+		lfd, err := detach(ln)
 		if err != nil {
-			ln.Close()
+			unix.Close(fd)
 			return 0, err
 		}
+		// Accepted sockets inherit these, so a tcp_crr connection needs
+		// no call of its own to set them; other flows set their own.
+		err = setNoDelay(lfd, !o.Nagle)
+		if err == nil {
+			err = setSendTimeout(lfd, serverSocketTimeout)
+		}
+		if err != nil {
+			unix.Close(lfd)
+			unix.Close(fd)
+			return 0, err
+		}
+		tcp, err := e.sockets.adoptListening(lfd)
+		if err != nil {
+			unix.Close(fd)
+			return 0, err
+		}
+		udp, err := e.sockets.adoptListening(fd)
+		if err != nil {
+			tcp.close()
+			return 0, err
+		}
+		acceptors := usableCPUs()
 		e.mu.Lock()
 		if e.stopping {
 			e.mu.Unlock()
-			ln.Close()
+			tcp.close()
 			udp.close()
 			return 0, errStopped
 		}
-		e.listeners = append(e.listeners, ln)
-		e.work.Add(2)
+		e.work.Add(acceptors + 2)
 		e.mu.Unlock()
-		go e.acceptLoop(ln, o)
+		var accepting sync.WaitGroup
+		accepting.Add(acceptors)
+		for range acceptors {
+			go e.acceptLoop(tcp, o, &accepting)
+		}
+		go func() {
+			defer e.work.Done()
+			accepting.Wait()
+			tcp.close()
+		}()
 		go e.serveUDP(udp)
 		return bound, nil
 	}
 }
 
-func (e *engine) acceptLoop(ln *net.TCPListener, o SocketOptions) {
+// acceptLoop is one of a listener's accepting threads, one per usable
+// CPU, each blocked in accept(2) on the listening socket until the kernel
+// hands it a connection. It reads the header, answers a tcp_crr
+// transaction itself and gives any other flow, and a connection whose
+// header is slow to come, a goroutine of its own.
+// Stopping the engine shuts the listening socket down, which wakes every
+// accepting thread.
+func (e *engine) acceptLoop(ln *dataSocket, o SocketOptions, accepting *sync.WaitGroup) {
 	defer e.work.Done()
+	defer accepting.Done()
+	defer holdP()()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	request := make([]byte, transferBufferSize)
 	for {
-		conn, err := ln.AcceptTCP()
+		fd, err := accept(ln.fd)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) || e.ctx.Err() != nil {
+			if e.sockets.isStopped() || e.ctx.Err() != nil {
 				return
+			}
+			if err == unix.ECONNABORTED {
+				continue
 			}
 			// Out of descriptors or similar: back off instead of spinning.
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		e.work.Add(1)
-		go e.serveConn(conn, o)
+		sock, err := e.sockets.adopt(fd)
+		if err != nil {
+			continue // adopt closed it
+		}
+		var raw [headerSize]byte
+		got, err := recvHeader(sock.fd, raw[:], 0, headerPatience)
+		if err == errSocketTimeout {
+			e.work.Add(1)
+			go e.awaitHeader(sock, raw, got, o)
+			continue
+		}
+		h, ok := headerOf(sock, raw[:], err)
+		switch {
+		case !ok:
+		case h.kind == kindCRR:
+			// A tcp_crr connection is one transaction of a flow, and the
+			// client's account of the flow is the only one.
+			serveCRR(sock.fd, h, request)
+			sock.close()
+		default:
+			e.work.Add(1)
+			go func() {
+				defer e.work.Done()
+				e.serveConn(sock, h, o)
+			}()
+		}
 	}
 }
 
-// serveConn reads a data connection's header, then serves the flow on this
-// goroutine's own thread with blocking system calls. Connections that fail
-// before joining a session are dropped silently: they carry no results.
-func (e *engine) serveConn(conn *net.TCPConn, o SocketOptions) {
+// headerPatience is how long an accepting thread waits for a
+// connection's header before it leaves the wait to a goroutine: every
+// client writes its header as soon as it is connected, and a peer that
+// stays silent must not hold up the connections queued behind it.
+const headerPatience = 50 * time.Millisecond
+
+// awaitHeader waits out a slow connection's header, for up to
+// headerTimeout, and serves the connection on this goroutine.
+func (e *engine) awaitHeader(sock *dataSocket, raw [headerSize]byte, got int, o SocketOptions) {
 	defer e.work.Done()
-	// Stopping must not wait for a silent peer's header timeout.
-	stopWaiting := context.AfterFunc(e.ctx, func() { conn.SetReadDeadline(time.Now()) })
-	conn.SetReadDeadline(time.Now().Add(headerTimeout))
-	raw := make([]byte, headerSize)
-	_, err := io.ReadFull(conn, raw)
-	stopWaiting()
-	if err != nil {
-		conn.Close()
-		return
+	_, err := recvHeader(sock.fd, raw[:], got, headerTimeout)
+	h, ok := headerOf(sock, raw[:], err)
+	switch {
+	case !ok:
+	case h.kind == kindCRR:
+		serveCRR(sock.fd, h, make([]byte, 64<<10))
+		sock.close()
+	default:
+		e.serveConn(sock, h, o)
 	}
-	h, err := parseConnHeader(raw)
-	if err != nil {
-		conn.Close()
-		return
+}
+
+// recvHeader reads into raw, of which got bytes have arrived, until it is
+// full, each read waiting up to timeout. It returns the bytes it holds.
+func recvHeader(fd int, raw []byte, got int, timeout time.Duration) (int, error) {
+	if err := setRecvTimeout(fd, timeout); err != nil {
+		return got, err
 	}
-	if h.kind == kindCRR {
-		// A tcp_crr connection is one transaction of a flow, and the
-		// client's account of the flow is the only one.
-		serveCRR(conn, h, o)
-		return
+	for got < len(raw) {
+		n, err := recv(fd, raw[got:])
+		if err != nil {
+			return got, err
+		}
+		if n == 0 {
+			return got, io.ErrUnexpectedEOF
+		}
+		got += n
 	}
+	return got, nil
+}
+
+// headerOf parses a header read with err; a connection without a valid
+// one is closed: it carries no results.
+func headerOf(sock *dataSocket, raw []byte, err error) (connHeader, bool) {
+	if err == nil {
+		var h connHeader
+		if h, err = parseConnHeader(raw); err == nil {
+			return h, true
+		}
+	}
+	sock.close()
+	return connHeader{}, false
+}
+
+// accept waits for the next connection on a blocking listening socket.
+// The address is not asked for: the header names the flow.
+func accept(ln int) (int, error) {
+	for {
+		fd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(ln), 0, 0, unix.SOCK_CLOEXEC, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return -1, errno
+		}
+		return int(fd), nil
+	}
+}
+
+// serveConn serves a flow's connection, its header read, on this
+// goroutine. Connections that fail before joining a session are dropped
+// silently: they carry no results.
+func (e *engine) serveConn(sock *dataSocket, h connHeader, o SocketOptions) {
 	s, err := e.sessions.join(h)
 	if err != nil {
-		conn.Close()
+		sock.close()
 		return
 	}
 	meter := &flowMeter{index: h.flowIndex}
@@ -133,31 +250,15 @@ func (e *engine) serveConn(conn *net.TCPConn, o SocketOptions) {
 		udp = s.udpFlow(h.flowIndex)
 		meter = &udp.meter
 	}
-	sock, err := e.adopt(conn)
-	switch {
-	case err != nil && udp != nil:
-		udp.finish(0)
-	case err != nil:
-	case udp != nil:
+	if udp != nil {
 		err = serveUDPControl(sock.fd, udp)
-	default:
+	} else {
 		err = e.serveFlow(sock.fd, h, meter, s, o)
 	}
 	// Leave the session before closing the socket: the client waits for
 	// our close, so the session is complete by the time its run returns.
 	e.sessions.leave(s, meter, err)
-	if sock != nil {
-		sock.close()
-	}
-}
-
-// adopt moves a connection onto a blocking descriptor the engine tracks.
-func (e *engine) adopt(conn *net.TCPConn) (*dataSocket, error) {
-	fd, err := detach(conn)
-	if err != nil {
-		return nil, err
-	}
-	return e.sockets.adopt(fd)
+	sock.close()
 }
 
 // serveFlow runs the listener side of one flow on the calling goroutine's

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"time"
 )
@@ -22,9 +21,8 @@ type engine struct {
 	outMu sync.Mutex
 	out   io.Writer
 
-	mu        sync.Mutex
-	stopping  bool
-	listeners []*net.TCPListener
+	mu       sync.Mutex
+	stopping bool
 	// ready holds the runs connected ahead, waiting for their start, by
 	// the endpoint they are for (readyKey).
 	ready map[string]*launch
@@ -150,14 +148,11 @@ func (e *engine) respond(resp Response) {
 	}
 }
 
-// stop closes the listeners, aborts every flow and waits for all work.
+// stop shuts the listeners and every flow down and waits for all work.
 func (e *engine) stop() {
 	e.cancel(nil)
 	e.mu.Lock()
 	e.stopping = true
-	for _, ln := range e.listeners {
-		ln.Close()
-	}
 	ready := e.ready
 	e.ready = map[string]*launch{}
 	e.mu.Unlock()

@@ -92,10 +92,24 @@ func setNoDelay(fd int, on bool) error {
 //
 // Equivalent to: setsockopt(SO_SNDTIMEO, SO_RCVTIMEO)
 func setTimeouts(fd int, d time.Duration) error {
+	if err := setSendTimeout(fd, d); err != nil {
+		return err
+	}
+	return setRecvTimeout(fd, d)
+}
+
+// setSendTimeout bounds a blocking write alone.
+func setSendTimeout(fd int, d time.Duration) error {
 	tv := unix.NsecToTimeval(d.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
 		return fmt.Errorf("set send timeout: %w", err)
 	}
+	return nil
+}
+
+// setRecvTimeout bounds a blocking read alone.
+func setRecvTimeout(fd int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fmt.Errorf("set receive timeout: %w", err)
 	}
