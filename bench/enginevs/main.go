@@ -50,15 +50,16 @@ func main() {
 	place := flag.String("placement", "different_cores,none", "CPU pinnings to measure, as in scenarios; none leaves it to the scheduler")
 	flows := flag.Int("flows", 4, "the multi-flow rows' flow count (1 measures one flow only)")
 	latency := flag.Bool("latency", true, "measure tcp_rr round trips too (sockperf idles about 2 s per sample)")
+	crr := flag.Bool("crr", false, "measure tcp_crr's connection rate and CPU per connection against netperf too (netperf's TCP_CRR idles about 4 s per sample)")
 	cc := flag.String("cc", "", "congestion controls to measure the streams under, comma-separated (default: the namespace's own)")
 	flag.Parse()
-	if err := run(*modes, *samples, *duration, *place, *flows, *latency, strings.Split(*cc, ","), *db); err != nil {
+	if err := run(*modes, *samples, *duration, *place, *flows, *latency, *crr, strings.Split(*cc, ","), *db); err != nil {
 		fmt.Fprintln(os.Stderr, "enginevs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(modes string, samples int, duration time.Duration, place string, flows int, latency bool, ccs []string, db string) error {
+func run(modes string, samples int, duration time.Duration, place string, flows int, latency, crr bool, ccs []string, db string) error {
 	doc := fmt.Sprintf(`
 name: enginevs
 description: the native engine against iperf3, netperf and sockperf on the same paths
@@ -73,6 +74,9 @@ workloads:
 `, duration.Milliseconds(), samples, modes, place)
 	if latency {
 		doc += "  - {type: tcp_rr, request_size: 64, response_size: 64}\n"
+	}
+	if crr {
+		doc += "  - {type: tcp_crr, request_size: 64, response_size: 64}\n"
 	}
 	flowCounts := []int{1}
 	if flows > 1 {
@@ -104,6 +108,9 @@ workloads:
 		return err
 	}
 	printRatios(res, strings.Split(modes, ","), strings.Split(place, ","), flowCounts, ccs)
+	if crr {
+		printConnections(res, strings.Split(modes, ","), strings.Split(place, ","))
+	}
 	return failures(res)
 }
 
@@ -195,6 +202,29 @@ func printRow(w *tabwriter.Writer, res *model.RunResult, r row, withRTT bool) {
 		compare(n(tn), n(ti), n(tp), 1e9, 2, 1.00, true), paired(tn, ti, true),
 		compare(n(cn), n(ci), n(cp), 1, 3, 1.00, false), paired(cn, ci, false),
 		compare(n(ln), n(ls), n(lp), 1, 1, 1.10, false))
+}
+
+// printConnections is tcp_crr's table: the native engine's connection
+// rate and CPU per connection against netperf's TCP_CRR, one flow.
+func printConnections(res *model.RunResult, modes, placements []string) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "mode\tpinning\tnative conn/s\tnetperf\trate ratio (>=1.00)\tpaired, 95%% CI\t"+
+		"native us/conn\tnetperf\tcpu ratio (<=1.00)\tpaired, 95%% CI\t\n")
+	for _, m := range modes {
+		for _, p := range placements {
+			r := row{mode: m, placement: p, flows: 1}
+			at := func(engine, metric string) measured {
+				xs := samples(res, r, "tcp_crr", engine, metric)
+				return measured{xs, stats.Median(xs)}
+			}
+			rn, rp := at("native", model.ConnectionsPerS), at("netperf", model.ConnectionsPerS)
+			cn, cp := at("native", model.CPUUSPerTx), at("netperf", model.CPUUSPerTx)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", label(m), p,
+				median(rn, 1, 0), median(rp, 1, 0), ratio(rn.median, rp.median, 1.00, true), paired(rn.samples, rp.samples, true),
+				median(cn, 1, 1), median(cp, 1, 1), ratio(cn.median, cp.median, 1.00, false), paired(cn.samples, cp.samples, false))
+		}
+	}
+	w.Flush()
 }
 
 // measured is one engine's samples of a metric and their median.
