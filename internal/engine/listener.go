@@ -59,55 +59,65 @@ func (e *engine) listen(addr string, port int, nsPath string, o SocketOptions) (
 			}
 			return 0, fmt.Errorf("listen on %s: %w", addr, err)
 		}
-		lfd, err := detach(ln)
-		if err != nil {
-			unix.Close(fd)
+		if err := e.serveListener(ln, fd, o); err != nil {
 			return 0, err
 		}
-		// Accepted sockets inherit these, so a tcp_crr connection needs
-		// no call of its own to set them; other flows set their own.
-		err = setNoDelay(lfd, !o.Nagle)
-		if err == nil {
-			err = setSendTimeout(lfd, serverSocketTimeout)
-		}
-		if err != nil {
-			unix.Close(lfd)
-			unix.Close(fd)
-			return 0, err
-		}
-		tcp, err := e.sockets.adoptListening(lfd)
-		if err != nil {
-			unix.Close(fd)
-			return 0, err
-		}
-		udp, err := e.sockets.adoptListening(fd)
-		if err != nil {
-			tcp.close()
-			return 0, err
-		}
-		acceptors := usableCPUs()
-		e.mu.Lock()
-		if e.stopping {
-			e.mu.Unlock()
-			tcp.close()
-			udp.close()
-			return 0, errStopped
-		}
-		e.work.Add(acceptors + 2)
-		e.mu.Unlock()
-		var accepting sync.WaitGroup
-		accepting.Add(acceptors)
-		for range acceptors {
-			go e.acceptLoop(tcp, o, &accepting)
-		}
-		go func() {
-			defer e.work.Done()
-			accepting.Wait()
-			tcp.close()
-		}()
-		go e.serveUDP(udp)
 		return bound, nil
 	}
+}
+
+// serveListener starts a listener's accepting threads and its UDP socket's loop;
+// it owns the listener and udpFD from here on, and closes them if it
+// fails.
+func (e *engine) serveListener(ln *net.TCPListener, udpFD int, o SocketOptions) error {
+	lfd, err := detach(ln)
+	if err != nil {
+		unix.Close(udpFD)
+		return err
+	}
+	// Accepted sockets inherit these, so a tcp_crr connection needs
+	// no call of its own to set them; other flows set their own.
+	err = setNoDelay(lfd, !o.Nagle)
+	if err == nil {
+		err = setSendTimeout(lfd, serverSocketTimeout)
+	}
+	if err != nil {
+		unix.Close(lfd)
+		unix.Close(udpFD)
+		return err
+	}
+	tcp, err := e.sockets.adoptListening(lfd)
+	if err != nil {
+		unix.Close(udpFD)
+		return err
+	}
+	udp, err := e.sockets.adoptListening(udpFD)
+	if err != nil {
+		tcp.close()
+		return err
+	}
+	acceptors := usableCPUs()
+	e.mu.Lock()
+	if e.stopping {
+		e.mu.Unlock()
+		tcp.close()
+		udp.close()
+		return errStopped
+	}
+	e.work.Add(acceptors + 2)
+	e.mu.Unlock()
+	var accepting sync.WaitGroup
+	accepting.Add(acceptors)
+	for range acceptors {
+		go e.acceptLoop(tcp, o, &accepting)
+	}
+	go func() {
+		defer e.work.Done()
+		accepting.Wait()
+		tcp.close()
+	}()
+	go e.serveUDP(udp)
+	return nil
 }
 
 // acceptLoop is one of a listener's accepting threads, one per usable
