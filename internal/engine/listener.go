@@ -125,8 +125,9 @@ func (e *engine) serveListener(ln *net.TCPListener, udpFD int, o SocketOptions) 
 // hands it a connection. It reads the header, answers a tcp_crr
 // transaction itself and gives any other flow, and a connection whose
 // header is slow to come, a goroutine of its own.
-// Stopping the engine shuts the listening socket down, which wakes every
-// accepting thread.
+// It yields now and then, as a flow does (see yieldInterval). Stopping the
+// engine shuts the listening socket down, which wakes every accepting
+// thread.
 func (e *engine) acceptLoop(ln *dataSocket, o SocketOptions, accepting *sync.WaitGroup) {
 	defer e.work.Done()
 	defer accepting.Done()
@@ -134,7 +135,9 @@ func (e *engine) acceptLoop(ln *dataSocket, o SocketOptions, accepting *sync.Wai
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	request := make([]byte, transferBufferSize)
+	y := newYielder(1)
 	for {
+		y.maybeYield(monotonicNow())
 		fd, err := accept(ln.fd)
 		if err != nil {
 			if e.sockets.isStopped() || e.ctx.Err() != nil {
