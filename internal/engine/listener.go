@@ -161,15 +161,7 @@ func (e *engine) acceptLoop(ln *dataSocket, o SocketOptions, accepting *sync.Wai
 			go e.awaitHeader(sock, raw, got, o)
 			continue
 		}
-		h, ok := headerOf(sock, raw[:], err)
-		switch {
-		case !ok:
-		case h.kind == kindCRR:
-			// A tcp_crr connection is one transaction of a flow, and the
-			// client's account of the flow is the only one.
-			serveCRR(sock.fd, h, request)
-			sock.close()
-		default:
+		if h, ok := answer(sock, raw[:], err, request); ok {
 			e.work.Add(1)
 			go func() {
 				defer e.work.Done()
@@ -190,13 +182,7 @@ const headerPatience = 50 * time.Millisecond
 func (e *engine) awaitHeader(sock *dataSocket, raw [headerSize]byte, got int, o SocketOptions) {
 	defer e.work.Done()
 	_, err := recvHeader(sock.fd, raw[:], got, headerTimeout)
-	h, ok := headerOf(sock, raw[:], err)
-	switch {
-	case !ok:
-	case h.kind == kindCRR:
-		serveCRR(sock.fd, h, make([]byte, 64<<10))
-		sock.close()
-	default:
+	if h, ok := answer(sock, raw[:], err, make([]byte, 64<<10)); ok {
 		e.serveConn(sock, h, o)
 	}
 }
@@ -220,14 +206,22 @@ func recvHeader(fd int, raw []byte, got int, timeout time.Duration) (int, error)
 	return got, nil
 }
 
-// headerOf parses a header read with err; a connection without a valid
-// one is closed: it carries no results.
-func headerOf(sock *dataSocket, raw []byte, err error) (connHeader, bool) {
+// answer takes a connection whose header was read with err: it closes one
+// without a valid header, which carries no results, and answers a tcp_crr
+// transaction, reading its request into scrap; a tcp_crr connection is
+// one transaction of a flow, and the client's account of the flow is the
+// only one. It returns the header of any other flow, for the caller to
+// serve.
+func answer(sock *dataSocket, raw []byte, err error, scrap []byte) (connHeader, bool) {
+	var h connHeader
 	if err == nil {
-		var h connHeader
-		if h, err = parseConnHeader(raw); err == nil {
-			return h, true
-		}
+		h, err = parseConnHeader(raw)
+	}
+	if err == nil && h.kind != kindCRR {
+		return h, true
+	}
+	if err == nil {
+		serveCRR(sock.fd, h, scrap)
 	}
 	sock.close()
 	return connHeader{}, false
