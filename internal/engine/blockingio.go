@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -63,6 +64,44 @@ func send(fd int, p []byte) (int, error) {
 		}
 		return 0, socketError(errno)
 	}
+}
+
+// waitReadable waits up to timeout for fd to have data, an end or an
+// error to read.
+func waitReadable(fd int, timeout time.Duration) (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(timeout/time.Millisecond))
+		switch err {
+		case nil:
+			return n > 0, nil
+		case unix.EINTR:
+			continue
+		}
+		return false, fmt.Errorf("poll: %w", err)
+	}
+}
+
+// recvQueued reads what fd holds into buf without waiting, until buf is
+// full or the socket is empty, and says whether the peer has closed.
+func recvQueued(fd int, buf []byte) (n int, closed bool, err error) {
+	for n < len(buf) {
+		p := buf[n:]
+		r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&p[0])),
+			uintptr(len(p)), unix.MSG_DONTWAIT, 0, 0)
+		switch {
+		case errno == unix.EINTR:
+		case errno == unix.EAGAIN:
+			return n, false, nil
+		case errno != 0:
+			return n, false, errno
+		case r == 0:
+			return n, true, nil
+		default:
+			n += int(r)
+		}
+	}
+	return n, false, nil
 }
 
 // recv reads once; 0 bytes with a nil error means the peer closed.
