@@ -28,7 +28,9 @@
 // iperf3 or sockperf. A request/response flow's goroutine is locked to its
 // thread; a stream's is not, and its blocking calls wait a few
 // milliseconds at most, which keeps Go's runtime from waking on the
-// measured CPUs (see streamSlice). A stream of more flows than the engine
+// measured CPUs (see streamSlice). A stream's reader waits for its socket
+// to be readable and then takes up to 128 KiB without waiting, as
+// iperf3's does (see receiveStream). A stream of more flows than the engine
 // has CPUs is driven instead by one such thread per CPU, each over its
 // group of flows through epoll (see streamGroups and receivePool).
 // Listeners bypass it too: one thread per CPU waits in accept(2) on each
