@@ -53,8 +53,8 @@ const streamReadSize = 128 << 10
 // readable, then reads without waiting until it holds streamReadSize or the
 // socket is empty. Reading each segment with a blocking call as it came
 // took one flow over loopback under BBR to 0.85-1.00 of iperf3's
-// throughput, its sending core arming 8,300-8,600 pacing timers per GB
-// against iperf3's 7,100-8,100; read this way, 0.95-1.07, and about as
+// throughput, its sending core arming 8,300-8,700 pacing timers per GB
+// against iperf3's 7,100-8,100; read this way, 0.90-1.07, and about as
 // many timers as iperf3. docs/performance.md has the measurements.
 func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
 	buf := make([]byte, streamReadSize)
