@@ -65,17 +65,18 @@ func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
 		if err != nil {
 			return err
 		}
+		n, closed := 0, false
 		if ready {
-			n, closed, err := recvQueued(fd, buf)
-			if n > 0 {
-				last = monotonicNow()
-				m.add(n, last, s)
-			}
-			if err != nil || closed {
-				return err
-			}
+			n, closed, err = recvQueued(fd, buf)
 		}
 		now := monotonicNow()
+		if n > 0 {
+			m.add(n, now, s)
+			last = now
+		}
+		if err != nil || closed {
+			return err
+		}
 		if time.Duration(now-last) > serverSocketTimeout {
 			return errSocketTimeout
 		}
