@@ -184,8 +184,25 @@ func printRatios(res *model.RunResult, modes, placements []string, flowCounts []
 	}
 	w.Flush()
 	fmt.Printf("medians of %d alternated samples per engine; run %d, %s\n", res.Cases[0].Params.Samples, res.Run.ID, res.Run.Env.CPUModel)
+	// iperf3 3.16 and later run a thread per stream, 3.12 one for all:
+	// multi-flow ratios compare different senders, so name the one used.
+	fmt.Printf("references: %s\n", toolVersions(res.Run.Env.Tools, "iperf3", "netperf", "sockperf"))
 	fmt.Println("paired: the geometric mean of the per-turn ratios and its 95% interval; ok: the target is met,",
 		"tie: the interval holds 1 (no significant difference), MISS: the native engine is worse beyond the noise")
+}
+
+// toolVersions lists each named tool's version line as the run recorded
+// it, "not found" where it had none.
+func toolVersions(tools map[string]string, names ...string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		v := tools[n]
+		if v == "" {
+			v = "not found"
+		}
+		parts[i] = n + ": " + v
+	}
+	return strings.Join(parts, "; ")
 }
 
 func printRow(w *tabwriter.Writer, res *model.RunResult, r row, withRTT bool) {
