@@ -164,8 +164,11 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 	}
 	l := &launch{spec: spec, outcomes: make([]flowOutcome, len(flows)), begin: make(chan struct{})}
 	groups := streamGroups(len(flows), len(flows)) // a thread per flow
+	steady := false
 	if spec.Workload == WorkloadTCPStream {
-		groups = streamGroups(len(flows), usableCPUs())
+		cpus := usableCPUs()
+		steady = steadyStream(len(flows), cpus)
+		groups = streamGroups(len(flows), streamThreads(len(flows), cpus))
 	}
 	var ready sync.WaitGroup
 	ready.Add(len(groups))
@@ -185,9 +188,9 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 			}
 			ready.Done()
 			<-l.begin
-			if spec.Workload == WorkloadTCPStream {
+			if spec.Workload == WorkloadTCPStream && !steady {
 				// Locked until now so that its thread was made
-				// beforehand; see streamSlice.
+				// beforehand; see streamSlice and steadyStream.
 				runtime.UnlockOSThread()
 			}
 			switch {
