@@ -49,20 +49,12 @@ func detach(conn interface {
 // a SIGPIPE delivered to the process. It calls sendto(2) directly: the
 // wrappers either hide partial writes (Sendto) or build a msghdr the kernel
 // must copy in again on every call (SendmsgN).
-func send(fd int, p []byte) (int, error) { return sendVia(unix.Syscall6, fd, p) }
-
-// syscall6 enters the kernel: unix.Syscall6 tells Go's runtime that the
-// thread is in a system call, unix.RawSyscall6 does not (see
-// steadyStream).
-type syscall6 func(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err unix.Errno)
-
-// sendVia is send, entering the kernel through call.
-func sendVia(call syscall6, fd int, p []byte) (int, error) {
+func send(fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	for {
-		n, _, errno := call(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])),
+		n, _, errno := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&p[0])),
 			uintptr(len(p)), unix.MSG_NOSIGNAL, 0, 0)
 		switch errno {
 		case 0:
@@ -113,22 +105,16 @@ func recvQueued(fd int, buf []byte) (n int, closed bool, err error) {
 }
 
 // recv reads once; 0 bytes with a nil error means the peer closed.
-func recv(fd int, p []byte) (int, error) { return recvVia(unix.Syscall6, fd, p) }
-
-// recvVia is recv, entering the kernel through call.
-func recvVia(call syscall6, fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
+func recv(fd int, p []byte) (int, error) {
 	for {
-		n, _, errno := call(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), 0, 0, 0)
-		switch errno {
-		case 0:
-			return int(n), nil
-		case unix.EINTR:
+		n, err := unix.Read(fd, p)
+		if err == unix.EINTR {
 			continue
 		}
-		return 0, socketError(errno)
+		if n < 0 {
+			n = 0
+		}
+		return n, socketError(err)
 	}
 }
 

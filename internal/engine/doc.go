@@ -30,12 +30,9 @@
 // milliseconds at most, which keeps Go's runtime from waking on the
 // measured CPUs (see streamSlice). A stream's reader waits for its socket
 // to be readable and then takes up to 128 KiB without waiting, as
-// iperf3's does (see receiveStream). A stream of a few flows per CPU, on an
-// engine that may run on more than one, gives each flow a thread locked
-// for the whole stream on each side, which keeps its CPU (see
-// steadyStream). A stream of more flows than the engine has CPUs
-// otherwise is driven by one such thread per CPU, each over its group of
-// flows through epoll (see streamGroups and receivePool).
+// iperf3's does (see receiveStream). A stream of more flows than the engine
+// has CPUs is driven instead by one such thread per CPU, each over its
+// group of flows through epoll (see streamGroups and receivePool).
 // Listeners bypass it too: one thread per CPU waits in accept(2) on each
 // listening socket and answers a tcp_crr connection's one transaction
 // itself, as netserver does; other flows go to goroutines of their own.

@@ -269,24 +269,14 @@ func (e *engine) serveConn(sock *dataSocket, h connHeader, o SocketOptions) {
 }
 
 // serveFlow runs the listener side of one flow on the calling goroutine's
-// own thread, locked for a steady stream (see steadyStream), or, for
-// another stream of more flows than CPUs, on the receive pool's, as the
-// sender groups such flows (see receivePool).
+// own thread, or, for a stream of more flows than CPUs, on the receive
+// pool's, as the sender groups such flows (see receivePool).
 func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o SocketOptions) error {
 	if err := configureSocket(fd, h.kind == kindRR && !o.Nagle, serverSocketTimeout); err != nil {
 		return err
 	}
-	if h.kind != kindRR {
-		flows, cpus := int(h.flowCount), usableCPUs()
-		switch {
-		case steadyStream(flows, cpus):
-			defer holdP()()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			return receiveSteady(fd, m, s)
-		case flows > cpus:
-			return e.receivers.receive(fd, m, s)
-		}
+	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
+		return e.receivers.receive(fd, m, s)
 	}
 	defer holdP()()
 	if h.kind != kindRR {

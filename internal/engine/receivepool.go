@@ -8,18 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A listener's stream of more flows than CPUs, unless it is steady
-// (steadyStream: several CPUs and a few flows on each), is read by at most
-// one thread per usable CPU, each driving its flows through epoll, as iperf3's
+// A listener's stream of more flows than CPUs is read by at most one
+// thread per usable CPU, each driving its flows through epoll, as iperf3's
 // receiver reads all of its flows from one thread. With a blocking thread
 // per flow, four flows on two cores read 0.86 to 0.90 times what iperf3
 // read on the same bridge, the receivers at 89% of a core against
 // iperf3's 68%, while at two flows, a thread per CPU, the engine read 1.12
 // times iperf3: the threads woke one by one for data that one thread
 // takes in a single pass. Up to one flow per CPU, a blocking thread per
-// flow saves the epoll_wait between reads. A steady stream's threads,
-// which keep their CPUs, are another matter: against the same iperf3
-// they read 0.98 and 1.02 of it on bridge.
+// flow saves the epoll_wait between reads.
 
 // receivePool is an engine's receiving threads, started as flows need them.
 type receivePool struct {

@@ -164,11 +164,8 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 	}
 	l := &launch{spec: spec, outcomes: make([]flowOutcome, len(flows)), begin: make(chan struct{})}
 	groups := streamGroups(len(flows), len(flows)) // a thread per flow
-	steady := false
 	if spec.Workload == WorkloadTCPStream {
-		cpus := usableCPUs()
-		steady = steadyStream(len(flows), cpus)
-		groups = streamGroups(len(flows), streamThreads(len(flows), cpus))
+		groups = streamGroups(len(flows), usableCPUs())
 	}
 	var ready sync.WaitGroup
 	ready.Add(len(groups))
@@ -188,9 +185,9 @@ func (e *engine) prepare(ctx context.Context, spec RunSpec) (*launch, error) {
 			}
 			ready.Done()
 			<-l.begin
-			if spec.Workload == WorkloadTCPStream && !steady {
+			if spec.Workload == WorkloadTCPStream {
 				// Locked until now so that its thread was made
-				// beforehand; see streamSlice and steadyStream.
+				// beforehand; see streamSlice.
 				runtime.UnlockOSThread()
 			}
 			switch {

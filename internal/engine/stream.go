@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"time"
-
-	"golang.org/x/sys/unix"
-)
+import "time"
 
 // receiveBufferSize is a pooled reader's read size (receivePool); large
 // reads keep the system call count per gigabyte low.
@@ -23,9 +19,8 @@ const receiveBufferSize = 256 << 10
 // to 0.98-1.16, and cost one through dockerd's port-mapping proxy about as
 // much (0.95 to 0.86-0.90). docs/performance.md has the measurements.
 
-// A stream's goroutine leaves its thread once the stream begins (unless
-// the stream is steady: see steadyStream), and each of its blocking
-// system calls waits at most streamSlice. Both keep Go's
+// A stream's goroutine leaves its thread once the stream begins, and each
+// of its blocking system calls waits at most streamSlice. Both keep Go's
 // runtime off the CPUs being measured. The runtime's monitor takes the P
 // of a system call still blocked after 10 ms, and then polls every 20 µs
 // for a millisecond: over OVS's userspace datapath, which drops a fifth of
@@ -92,19 +87,13 @@ func receiveStream(fd int, flows int, m *flowMeter, s *session) error {
 // sendStream writes buf repeatedly until the monotonic deadline and
 // returns the bytes sent and when it stopped; flows is how many flows run
 // alongside. A socket that takes nothing for clientSocketTimeout fails
-// the flow. A steady stream's flow (steadyStream) runs on a locked thread
-// and neither yields nor tells the runtime of its calls.
+// the flow.
 func sendStream(fd int, buf []byte, flows int, deadline int64) (sent, stoppedAt int64, err error) {
 	restore, err := sliceCalls(fd, clientSocketTimeout)
 	if err != nil {
 		return 0, monotonicNow(), err
 	}
 	defer restore()
-	steady := steadyStream(flows, usableCPUs())
-	call := syscall6(unix.Syscall6)
-	if steady {
-		call = unix.RawSyscall6
-	}
 	y := newYielder(flows)
 	last := monotonicNow()
 	for {
@@ -112,10 +101,8 @@ func sendStream(fd int, buf []byte, flows int, deadline int64) (sent, stoppedAt 
 		if now >= deadline {
 			return sent, now, nil
 		}
-		if !steady {
-			y.maybeYield(now)
-		}
-		n, err := sendVia(call, fd, buf)
+		y.maybeYield(now)
+		n, err := send(fd, buf)
 		sent += int64(n)
 		switch {
 		case n > 0:
@@ -123,37 +110,6 @@ func sendStream(fd int, buf []byte, flows int, deadline int64) (sent, stoppedAt 
 		case err == errSocketTimeout && time.Duration(now-last) <= clientSocketTimeout:
 		case err != nil:
 			return sent, monotonicNow(), err
-		}
-	}
-}
-
-// receiveSteady counts a steady stream's bytes (steadyStream) until the
-// peer closes, with one blocking read at a time on a locked thread that
-// neither yields nor tells the runtime of its calls; each read waits at
-// most streamSlice. A peer silent for serverSocketTimeout fails the flow.
-func receiveSteady(fd int, m *flowMeter, s *session) error {
-	restore, err := sliceCalls(fd, serverSocketTimeout)
-	if err != nil {
-		return err
-	}
-	defer restore()
-	buf := make([]byte, streamReadSize)
-	last := monotonicNow()
-	for {
-		n, err := recvVia(unix.RawSyscall6, fd, buf)
-		now := monotonicNow()
-		switch {
-		case n > 0:
-			m.add(n, now, s)
-			last = now
-		case err == errSocketTimeout:
-			if time.Duration(now-last) > serverSocketTimeout {
-				return errSocketTimeout
-			}
-		case err != nil:
-			return err
-		default:
-			return nil // the peer closed
 		}
 	}
 }
