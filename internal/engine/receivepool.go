@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,9 +28,14 @@ type receivePool struct {
 }
 
 // receiveThread reads the flows registered in its epoll set until each
-// one's peer closes; wake ends it.
+// one's peer closes. Without flows it sleeps in epoll_wait until wake
+// says that a flow came or that the pool stops: an engine outlives its
+// streams, and a thread waking every few milliseconds for nothing would
+// run beside whatever the machine measures next, iperf3's turns in a
+// paired comparison among them.
 type receiveThread struct {
 	ep, wake int
+	stopping atomic.Bool
 	mu       sync.Mutex
 	flows    map[int32]*pooledFlow
 	closed   bool // the thread has ended; it takes no more flows
@@ -77,7 +83,13 @@ func (t *receiveThread) register(f *pooledFlow) error {
 		return fmt.Errorf("receive: epoll add: %w", err)
 	}
 	t.flows[int32(f.fd)] = f
+	t.kick()
 	return nil
+}
+
+// kick wakes the thread from epoll_wait.
+func (t *receiveThread) kick() {
+	unix.Write(t.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 }
 
 // thread returns the thread with the fewest flows, starting one while
@@ -120,9 +132,9 @@ func (p *receivePool) stop() {
 	p.stopped = true
 	threads := p.threads
 	p.mu.Unlock()
-	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
 	for _, t := range threads {
-		unix.Write(t.wake, one)
+		t.stopping.Store(true)
+		t.kick()
 	}
 	p.exited.Wait()
 }
@@ -156,8 +168,9 @@ func (t *receiveThread) run() {
 	events := make([]unix.EpollEvent, 64)
 	y := newYielder(1)
 	lastScan := monotonicNow()
+	counter := make([]byte, 8)
 	for {
-		n, err := unix.EpollWait(t.ep, events, int(yieldInterval/time.Millisecond))
+		n, err := unix.EpollWait(t.ep, events, t.waitMillis())
 		if err != nil && err != unix.EINTR {
 			t.end(fmt.Errorf("receive: epoll wait: %w", err))
 			return
@@ -165,8 +178,12 @@ func (t *receiveThread) run() {
 		now := monotonicNow()
 		for _, ev := range events[:max(0, n)] {
 			if int(ev.Fd) == t.wake {
-				t.end(errStopped)
-				return
+				if t.stopping.Load() {
+					t.end(errStopped)
+					return
+				}
+				unix.Read(t.wake, counter)
+				continue
 			}
 			t.mu.Lock()
 			f := t.flows[ev.Fd]
@@ -193,6 +210,17 @@ func (t *receiveThread) run() {
 			t.failSilent(now)
 		}
 	}
+}
+
+// waitMillis is how long epoll_wait may sleep: until the next yield while
+// the thread has flows, for good when it has none.
+func (t *receiveThread) waitMillis() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.flows) == 0 {
+		return -1
+	}
+	return int(yieldInterval / time.Millisecond)
 }
 
 // finish takes a flow out of the thread and tells its waiter how it ended.
