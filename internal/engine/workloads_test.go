@@ -264,3 +264,24 @@ func TestPooledStreamBytesAllArrive(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleEngineSleeps runs a pooled stream and a round trip between two
+// engines, which then stay up with nothing to do, as they do while
+// another engine or mode takes its turn in a paired comparison: nothing
+// of theirs may wake in that time, or it would run beside what is being
+// measured.
+func TestIdleEngineSleeps(t *testing.T) {
+	ctx := testContext(t)
+	server, client := startEngine(t), startEngine(t)
+	target := listenLoopback(t, server, SocketOptions{})
+	for i, spec := range []RunSpec{
+		{Workload: WorkloadTCPStream, Flows: usableCPUs() + 3, MsgSize: 16384},
+		{Workload: WorkloadTCPRR, Flows: 1, RequestSize: 64, ResponseSize: 64},
+	} {
+		spec.Target, spec.Session, spec.DurationMS = target, uint64(50+i), 300
+		runAndCollect(t, ctx, client, server, spec)
+	}
+	if n := quietestSwitches(t); n > 20 {
+		t.Errorf("two idle engines switched %d times in their quietest 0.2 s", n)
+	}
+}
