@@ -102,7 +102,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 // TestReceivePoolSleepsWithoutFlows lets a pool's flows end while the
 // pool lives on, as an engine's does between a comparison's turns: its
 // threads must then sleep. Waking every yieldInterval, two idle threads
-// cost the process 180 to 230 switches in each window measured here.
+// cost the process 140 to 230 switches in each window measured here.
 func TestReceivePoolSleepsWithoutFlows(t *testing.T) {
 	readers, writers := socketPairs(t, 2)
 	var p receivePool
@@ -124,20 +124,20 @@ func TestReceivePoolSleepsWithoutFlows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := quietestSwitches(t); n > 20 {
+	if n := quietestSwitches(t); n > 60 {
 		t.Errorf("the process switched %d times in its quietest 0.2 s with %d idle receive threads", n, len(p.threads))
 	}
 }
 
 // quietestSwitches is the fewest context switches this process made in
-// any of three windows of 0.2 s, taken after a collection: the quietest
-// window leaves out the runtime's own occasional work (a collection, the
-// scavenger).
+// any of five windows of 0.2 s, taken after a collection: the quietest
+// window leaves out most of the runtime's own occasional work. Idle, the
+// process made 5 to 8 in most runs and up to 28 in a few of 80.
 func quietestSwitches(t *testing.T) int {
 	t.Helper()
 	runtime.GC()
 	quietest := -1
-	for range 3 {
+	for range 5 {
 		before := processSwitches(t)
 		time.Sleep(200 * time.Millisecond)
 		if n := processSwitches(t) - before; quietest < 0 || n < quietest {
