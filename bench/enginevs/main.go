@@ -26,10 +26,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -53,13 +51,13 @@ func main() {
 	crr := flag.Bool("crr", false, "measure tcp_crr's connection rate and CPU per connection against netperf too (netperf's TCP_CRR idles about 4 s per sample)")
 	cc := flag.String("cc", "", "congestion controls to measure the streams under, comma-separated (default: the namespace's own)")
 	flag.Parse()
-	if err := run(*modes, *samples, *duration, *place, *flows, *latency, *crr, strings.Split(*cc, ","), *db); err != nil {
-		fmt.Fprintln(os.Stderr, "enginevs:", err)
-		os.Exit(1)
-	}
+	ctx, stop := benchkit.SignalContext()
+	err := run(ctx, *modes, *samples, *duration, *place, *flows, *latency, *crr, strings.Split(*cc, ","), *db)
+	stop()
+	benchkit.Exit(ctx, "enginevs", err)
 }
 
-func run(modes string, samples int, duration time.Duration, place string, flows int, latency, crr bool, ccs []string, db string) error {
+func run(ctx context.Context, modes string, samples int, duration time.Duration, place string, flows int, latency, crr bool, ccs []string, db string) error {
 	doc := fmt.Sprintf(`
 name: enginevs
 description: the native engine against iperf3, netperf and sockperf on the same paths
@@ -101,8 +99,6 @@ workloads:
 		}
 		defer st.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	res, err := benchkit.Run(ctx, st, "enginevs", doc, runner.Options{Progress: os.Stderr})
 	if err != nil {
 		return err

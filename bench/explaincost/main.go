@@ -11,8 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -43,24 +41,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "explaincost: cannot profile here:", err)
 		os.Exit(1)
 	}
-	if err := run(s); err != nil {
-		fmt.Fprintln(os.Stderr, "explaincost:", err)
-		os.Exit(1)
-	}
+	ctx, stop := benchkit.SignalContext()
+	err := run(ctx, s)
+	stop()
+	benchkit.Exit(ctx, "explaincost", err)
 }
 
 // figures are one run's medians: throughput, mean round trip, and the profiler's
 // share of the machine's busy time over the profiled samples.
 type figures struct{ bps, rttUS, profilerPct float64 }
 
-func run(s settings) error {
+func run(ctx context.Context, s settings) error {
 	st, done, err := benchkit.TempStore()
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "round\tplain Gbit/s\texplained\tratio\tplain rtt us\texplained\tratio\tprofiler (perf and tracer), %% of busy CPU\t\n")
 	var tput, rtt, perf []float64

@@ -19,13 +19,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"cnbench/bench/benchkit"
 	"cnbench/internal/agent"
 	"cnbench/internal/image"
 	"cnbench/internal/kubelab"
@@ -36,19 +36,17 @@ func main() {
 	bin := flag.String("cnbench", "./cnbench", "the cnbench binary to run, and to put in the nodes' image")
 	cni := flag.String("cni", kubelab.CNIBridge, "the cluster's pod network: "+strings.Join(kubelab.CNIs, ", "))
 	flag.Parse()
-	if err := run(*bin, *cni, flag.Args()); err != nil {
-		fmt.Fprintln(os.Stderr, "k8spaths:", err)
-		os.Exit(1)
-	}
+	ctx, stop := benchkit.SignalContext()
+	err := run(ctx, *bin, *cni, flag.Args())
+	stop()
+	benchkit.Exit(ctx, "k8spaths", err)
 }
 
-func run(bin, cni string, extra []string) error {
+func run(ctx context.Context, bin, cni string, extra []string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	began := time.Now()
 	lab, err := kubelab.Start(ctx, kubelab.Config{Log: os.Stderr, CNI: cni})
 	if err != nil {

@@ -26,9 +26,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -66,10 +64,10 @@ func main() {
 	flag.DurationVar(&s.drift, "drift", 0, "period of a load the bench switches on and off (0: none, a quiet machine)")
 	flag.IntVar(&s.hogs, "hogs", 1, "busy processes the drifting load runs")
 	flag.Parse()
-	if err := run(s); err != nil {
-		fmt.Fprintln(os.Stderr, "pairing:", err)
-		os.Exit(1)
-	}
+	ctx, stop := benchkit.SignalContext()
+	err := run(ctx, s)
+	stop()
+	benchkit.Exit(ctx, "pairing", err)
 }
 
 // outcome is what one run showed.
@@ -80,14 +78,12 @@ type outcome struct {
 	wall      time.Duration // of the whole run
 }
 
-func run(s settings) error {
+func run(ctx context.Context, s settings) error {
 	st, done, err := benchkit.TempStore()
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if s.drift > 0 {
 		end, err := startDrift(ctx, s.hogs, s.drift)
 		if err != nil {

@@ -37,11 +37,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"cnbench/bench/benchkit"
@@ -89,10 +87,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(2)
 	}
-	if err := run(s); err != nil {
-		fmt.Fprintln(os.Stderr, "scale:", err)
-		os.Exit(1)
-	}
+	ctx, stop := benchkit.SignalContext()
+	err := run(ctx, s)
+	stop()
+	benchkit.Exit(ctx, "scale", err)
 }
 
 // ints parses a comma list of whole numbers within [lo, hi].
@@ -152,14 +150,12 @@ workloads:
 `, axis, sample.Milliseconds(), mode, topology, pattern)
 }
 
-func run(s settings) error {
+func run(ctx context.Context, s settings) error {
 	st, done, err := benchkit.TempStore()
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	var results []sweep
 	for _, a := range axes(s) {
 		sw := sweep{axis: a}
