@@ -211,7 +211,7 @@ func runStreamGroup(flows []*clientFlow, group []int, spec RunSpec, deadline int
 	for k, i := range group {
 		fds[k] = flows[i].tcp.fd
 	}
-	sent, stoppedAt, err := sendStreams(fds, buf, spec.Flows, deadline)
+	sent, stoppedAt, err := sendStreams(fds, buf, spec.Flows, deadline, drainBeforeWriting())
 	for k, i := range group {
 		o := &outcomes[i]
 		o.sent, o.stoppedAt, o.err = sent[k], stoppedAt, err

@@ -24,6 +24,24 @@ func usableCPUs() int {
 	return set.Count()
 }
 
+// drainBeforeWriting says whether a group's sockets take more only once
+// all they were given has left (TCP_NOTSENT_LOWAT of one byte). Under a
+// pacing congestion control (BBR, this machine's default) a socket that
+// holds unsent data sends each segment when its pacing timer fires: a
+// group that kept its sockets full held about 540 KB unsent in each, the
+// machine took 1.8 times the timer expirations per byte, and much of
+// their softirq work ran in the receiving threads' account. Four unpinned
+// flows on two CPUs read 0.88-1.03 of iperf3 3.12's throughput for
+// 1.08-1.30 of its CPU per byte; written only when drained, 1.01-1.26 and
+// 0.94-1.20 (median 1.04), the engine at 27-28 Gbit/s instead of 21-25
+// (docs/performance.md). On one
+// CPU, an engine pinned to its core, the same mark cost four flows a
+// third of their throughput (0.62-0.73 of iperf3), so there the sockets
+// stay full.
+func drainBeforeWriting() bool {
+	return usableCPUs() > 1
+}
+
 // streamGroups splits n flows over at most cpus threads, as evenly as
 // they go: the flow indexes of each thread.
 func streamGroups(n, cpus int) [][]int {
@@ -38,8 +56,9 @@ func streamGroups(n, cpus int) [][]int {
 // sendStreams writes buf on every socket of a group, whichever can take
 // it, until the monotonic deadline; it returns each socket's bytes and
 // when it stopped. The sockets are non-blocking while it runs and
-// blocking again when it returns.
-func sendStreams(fds []int, buf []byte, flows int, deadline int64) (sent []int64, stoppedAt int64, err error) {
+// blocking again when it returns. With drained, a socket takes more only
+// once all it was given has left (see drainBeforeWriting).
+func sendStreams(fds []int, buf []byte, flows int, deadline int64, drained bool) (sent []int64, stoppedAt int64, err error) {
 	sent = make([]int64, len(fds))
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
@@ -51,6 +70,11 @@ func sendStreams(fds []int, buf []byte, flows int, deadline int64) (sent []int64
 			return sent, monotonicNow(), err
 		}
 		defer unix.SetNonblock(fd, false)
+		if drained {
+			if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, 1); err != nil {
+				return sent, monotonicNow(), fmt.Errorf("unsent low-water mark: %w", err)
+			}
+		}
 		ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLET, Fd: int32(i)}
 		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			return sent, monotonicNow(), fmt.Errorf("epoll add: %w", err)

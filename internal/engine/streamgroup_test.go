@@ -2,7 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestStreamGroupsSplitFlowsEvenly(t *testing.T) {
@@ -20,4 +25,84 @@ func TestStreamGroupsSplitFlowsEvenly(t *testing.T) {
 			t.Errorf("%d flows on %d CPUs: %s, want %s", tc.flows, tc.cpus, got, tc.want)
 		}
 	}
+}
+
+// TestGroupWritesOnlyDrainedSockets sends a group of two flows to slow
+// readers over loopback, sampling each socket's unsent bytes from the
+// kernel (TCP_INFO) while it runs: drained, a socket never holds more
+// than one write unsent; filled, as pinned engines send, the same path
+// piles up far more, so the samples can tell the two apart.
+func TestGroupWritesOnlyDrainedSockets(t *testing.T) {
+	buf := make([]byte, 128<<10)
+	for _, drained := range []bool{true, false} {
+		most, sent := unsentWhileSending(t, buf, drained)
+		t.Logf("drained %v: at most %d bytes unsent; sent %v", drained, most, sent)
+		for i, n := range sent {
+			if n == 0 {
+				t.Errorf("drained %v: flow %d sent nothing", drained, i)
+			}
+		}
+		switch {
+		case drained && most > uint32(len(buf)):
+			t.Errorf("drained: a socket held %d bytes unsent, more than one %d-byte write", most, len(buf))
+		case !drained && most <= uint32(len(buf)):
+			t.Errorf("filled: a socket held at most %d bytes unsent; the samples cannot tell drained sockets from full ones", most)
+		}
+	}
+}
+
+// unsentWhileSending runs sendStreams for half a second on two loopback
+// flows whose readers take 16 KiB a millisecond, and returns the most
+// unsent bytes any socket held in samples every 2 ms, and each flow's
+// bytes.
+func unsentWhileSending(t *testing.T, buf []byte, drained bool) (most uint32, sent []int64) {
+	t.Helper()
+	var readers, writers []int
+	for range 2 {
+		r, w := loopbackPair(t)
+		if err := unix.SetNonblock(r, true); err != nil {
+			t.Fatal(err)
+		}
+		readers, writers = append(readers, r), append(writers, w)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for _, r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chunk := make([]byte, 16<<10)
+			for !stop.Load() {
+				unix.Read(r, chunk)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var err error
+		sent, _, err = sendStreams(writers, buf, len(writers), monotonicNow()+int64(500*time.Millisecond), drained)
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	for sampling := true; sampling; {
+		select {
+		case <-done:
+			sampling = false
+		case <-time.After(2 * time.Millisecond):
+			for _, w := range writers {
+				info, err := unix.GetsockoptTCPInfo(w, unix.IPPROTO_TCP, unix.TCP_INFO)
+				if err != nil {
+					t.Error(err) // no Fatal: the sender still runs on these sockets
+					continue
+				}
+				most = max(most, info.Notsent_bytes)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	return most, sent
 }
