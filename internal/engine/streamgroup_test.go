@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,4 +106,36 @@ func unsentWhileSending(t *testing.T, buf []byte, drained bool) (most uint32, se
 	stop.Store(true)
 	wg.Wait()
 	return most, sent
+}
+
+// TestDrainFollowsTheCPUsTheEngineMayUse pins the test's thread to one
+// CPU, as a pinned engine is, and back: the sockets drain only with more
+// than one.
+func TestDrainFollowsTheCPUsTheEngineMayUse(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	if all.Count() < 2 {
+		t.Skipf("this process may use %d CPU; the drained path needs two", all.Count())
+	}
+	defer unix.SchedSetaffinity(0, &all)
+	if !drainBeforeWriting() {
+		t.Errorf("on %d CPUs the group does not drain its sockets", all.Count())
+	}
+	var one unix.CPUSet
+	for cpu := range 1024 {
+		if all.IsSet(cpu) {
+			one.Set(cpu)
+			break
+		}
+	}
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	if drainBeforeWriting() {
+		t.Error("pinned to one CPU, the group drains its sockets")
+	}
 }
