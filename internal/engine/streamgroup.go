@@ -33,8 +33,9 @@ func usableCPUs() int {
 // their softirq work ran in the receiving threads' account. Four unpinned
 // flows on two CPUs read 0.88-1.03 of iperf3 3.12's throughput for
 // 1.08-1.30 of its CPU per byte; written only when drained, 1.01-1.26 and
-// 0.94-1.20 (median 1.04), the engine at 27-28 Gbit/s instead of 21-25
-// (docs/performance.md). On one CPU, an engine pinned to its core, the
+// 0.94-1.20 (median 1.04 over twelve alternated runs), the engine at
+// 27-28 Gbit/s instead of 21-25 (docs/performance.md). On one CPU, an
+// engine pinned to its core, the
 // same mark cost four flows a third of their throughput (0.62-0.73 of
 // iperf3), so there the sockets stay full.
 func drainBeforeWriting() bool {
