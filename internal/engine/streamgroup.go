@@ -35,9 +35,8 @@ func usableCPUs() int {
 // 1.08-1.30 of its CPU per byte; written only when drained, 1.01-1.26 and
 // 0.94-1.20 (median 1.04 over twelve alternated runs), the engine at
 // 27-28 Gbit/s instead of 21-25 (docs/performance.md). On one CPU, an
-// engine pinned to its core, the
-// same mark cost four flows a third of their throughput (0.62-0.73 of
-// iperf3), so there the sockets stay full.
+// engine pinned to its core, the same mark cost four flows a third of
+// their throughput (0.62-0.73 of iperf3), so there the sockets stay full.
 func drainBeforeWriting() bool {
 	return usableCPUs() > 1
 }
