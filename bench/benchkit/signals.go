@@ -8,13 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"cnbench/internal/stopsignal"
 )
-
-// stoppedBy is why a signal cancelled a bench's context.
-type stoppedBy struct{ sig syscall.Signal }
-
-func (s stoppedBy) Error() string { return "interrupted by " + unix.SignalName(s.sig) }
 
 // SignalContext is cancelled by the first SIGINT, SIGTERM or SIGHUP, which
 // it remembers for Exit. A second signal ends the process at once, as the
@@ -27,7 +22,7 @@ func SignalContext() (context.Context, context.CancelFunc) {
 		s, ok := (<-sigs).(syscall.Signal)
 		signal.Stop(sigs)
 		if ok {
-			cancel(stoppedBy{s})
+			cancel(stopsignal.Error{Signal: s})
 		}
 	}()
 	return ctx, func() {
@@ -40,13 +35,13 @@ func SignalContext() (context.Context, context.CancelFunc) {
 // plus the signal's number when a signal stopped it (130 for Ctrl-C),
 // else 1, with the error printed under the bench's name.
 func Exit(ctx context.Context, name string, err error) {
-	var s stoppedBy
+	var s stopsignal.Error
 	switch {
 	case err == nil:
 		os.Exit(0)
 	case errors.As(context.Cause(ctx), &s):
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, s)
-		os.Exit(128 + int(s.sig))
+		os.Exit(s.ExitCode())
 	default:
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)

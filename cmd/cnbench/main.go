@@ -23,6 +23,7 @@ import (
 
 	"cnbench/internal/inputfile"
 	"cnbench/internal/scenario"
+	"cnbench/internal/stopsignal"
 )
 
 // Exit codes; docs/exit-codes.md is their one table.
@@ -54,14 +55,6 @@ func (e *exitError) ExitCode() int { return e.code }
 
 func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
 
-// signalError is why a signal cancelled the command's context; the
-// process then exits as the shell reports a death by that signal, with
-// 128 plus its number.
-type signalError struct{ sig syscall.Signal }
-
-func (e signalError) Error() string { return "interrupted by " + unix.SignalName(e.sig) }
-func (e signalError) ExitCode() int { return 128 + int(e.sig) }
-
 // stopSignals end a command cleanly: Ctrl-C, kill's default, the
 // terminal going away, and Ctrl-\ (whose default, a goroutine dump, would
 // leave a run's namespaces behind).
@@ -83,7 +76,7 @@ func interrupted(ctx context.Context, err error) error {
 
 // stopReason says what stopped a command: the signal, or "interrupted".
 func stopReason(ctx context.Context) string {
-	var se signalError
+	var se stopsignal.Error
 	if errors.As(context.Cause(ctx), &se) {
 		return se.Error()
 	}
@@ -121,16 +114,16 @@ func main() {
 		if !ok {
 			return
 		}
-		cancel(signalError{first})
+		cancel(stopsignal.Error{Signal: first})
 		select {
 		case s := <-sigs:
 			fmt.Fprintf(os.Stderr, "cnbench: %v again: exiting now; `cnbench cleanup` removes what is left\n", s)
 		case <-time.After(stopGrace):
 			fmt.Fprintf(os.Stderr, "cnbench: still stopping %v after %v: exiting; `cnbench cleanup` removes what is left\n", first, stopGrace)
 		}
-		os.Exit(signalError{first}.ExitCode())
+		os.Exit(stopsignal.Error{Signal: first}.ExitCode())
 	}()
-	stop := func() { cancel(signalError{syscall.SIGPIPE}) }
+	stop := func() { cancel(stopsignal.Error{Signal: syscall.SIGPIPE}) }
 	code := execute(ctx, os.Args[1:], os.Stdin, pipeWriter(os.Stdout, stop), pipeWriter(os.Stderr, stop))
 	signal.Stop(sigs)
 	cancel(nil)

@@ -13,7 +13,7 @@ import (
 // (site), how traffic is driven and measured (driver, measure), and the
 // runner that puts them in order, under the commands.
 var layers = [][]string{
-	{"model", "cpu", "pinning", "netns", "stats", "version", "units", "selfexe", "excerpt", "inputfile", "headbuf", "tools", "testutil", "layout", "configs", "suites"},
+	{"model", "cpu", "pinning", "netns", "stats", "version", "units", "selfexe", "excerpt", "inputfile", "headbuf", "stopsignal", "tools", "testutil", "layout", "configs", "suites"},
 	{"workload", "netstat", "store", "store/storetest", "export", "sysinfo", "awake", "cleanup", "cluster", "cni", "explain", "image", "testutil/nstest"},
 	{"agent/protocol", "engine", "scenario", "daemon", "docker", "kubelab", "progress", "report", "validate"},
 	{"vm"},
