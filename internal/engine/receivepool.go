@@ -9,15 +9,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A listener's stream of more flows than CPUs is read by at most one
-// thread per usable CPU, each driving its flows through epoll, as iperf3's
-// receiver reads all of its flows from one thread. With a blocking thread
-// per flow, four flows on two cores read 0.86 to 0.90 times what iperf3
-// read on the same bridge, the receivers at 89% of a core against
-// iperf3's 68%, while at two flows, a thread per CPU, the engine read 1.12
-// times iperf3: the threads woke one by one for data that one thread
-// takes in a single pass. Up to one flow per CPU, a blocking thread per
-// flow saves the epoll_wait between reads.
+// A listener's stream of more flows than CPUs is read by threads that
+// each drive their flows through epoll, as iperf3's receiver reads all of
+// its flows from one thread. With a blocking thread per flow, four flows
+// on two cores read 0.86 to 0.90 times what iperf3 read on the same
+// bridge, the receivers at 89% of a core against iperf3's 68%, while at
+// two flows, a thread per CPU, the engine read 1.12 times iperf3: the
+// threads woke one by one for data that one thread takes in a single
+// pass. Up to one flow per CPU, a blocking thread per flow saves the
+// epoll_wait between reads.
+//
+// A thread takes up to flowsPerReceiveThread flows before the pool starts
+// another, up to one per usable CPU. On a machine that also sends the
+// stream, a second reader for four flows is one more thread beside the
+// sending groups (one per CPU): with one, four unpinned flows on two CPUs
+// cost 0.81 to 1.03 (median 0.95) of iperf3 3.12's CPU per byte, against
+// 0.74 to 1.09 (median 1.01) with a thread per CPU, in twelve paired runs
+// on veth, bridge and macvlan. A single reader for hundreds of flows
+// fell behind the senders: 256 flows on one engine 2.6 to 4.3 Gbit/s
+// against 5.2 to 7.9 with two, 1024 flows 12.4 to 12.9 against 14.6 to
+// 15.0 (docs/performance.md).
+const flowsPerReceiveThread = 16
 
 // receivePool is an engine's receiving threads, started as flows need them.
 type receivePool struct {
@@ -52,19 +64,15 @@ type pooledFlow struct {
 	done chan error
 }
 
-// receive reads a stream flow on the pool's least loaded thread until
-// its peer closes, and returns how it ended.
+// receive reads a stream flow on one of the pool's threads (see place)
+// until its peer closes, and returns how it ended.
 func (p *receivePool) receive(fd int, m *flowMeter, s *session) error {
-	t, err := p.thread()
-	if err != nil {
-		return err
-	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fmt.Errorf("receive: set non-blocking: %w", err)
 	}
 	defer unix.SetNonblock(fd, false)
 	f := &pooledFlow{fd: fd, meter: m, s: s, last: monotonicNow(), done: make(chan error, 1)}
-	if err := t.register(f); err != nil {
+	if err := p.place(f); err != nil {
 		return err
 	}
 	return <-f.done
@@ -92,13 +100,15 @@ func (t *receiveThread) kick() {
 	unix.Write(t.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 }
 
-// thread returns the thread with the fewest flows, starting one while
-// there are fewer threads than usable CPUs.
-func (p *receivePool) thread() (*receiveThread, error) {
+// place registers a flow with the thread that has the fewest, starting
+// a thread first when that one already has flowsPerReceiveThread and
+// there are fewer threads than usable CPUs. Choosing and registering
+// under one lock lets flows that arrive together count each other.
+func (p *receivePool) place(f *pooledFlow) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
-		return nil, errStopped
+		return errStopped
 	}
 	var least *receiveThread
 	leastFlows := 0
@@ -110,20 +120,20 @@ func (p *receivePool) thread() (*receiveThread, error) {
 			least, leastFlows = t, n
 		}
 	}
-	if least != nil && (leastFlows == 0 || len(p.threads) >= usableCPUs()) {
-		return least, nil
+	if least == nil || (leastFlows >= flowsPerReceiveThread && len(p.threads) < usableCPUs()) {
+		t, err := newReceiveThread()
+		if err != nil {
+			return err
+		}
+		p.threads = append(p.threads, t)
+		p.exited.Add(1)
+		go func() {
+			defer p.exited.Done()
+			t.run()
+		}()
+		least = t
 	}
-	t, err := newReceiveThread()
-	if err != nil {
-		return nil, err
-	}
-	p.threads = append(p.threads, t)
-	p.exited.Add(1)
-	go func() {
-		defer p.exited.Done()
-		t.run()
-	}()
-	return t, nil
+	return least.register(f)
 }
 
 // stop ends the threads; flows still registered fail with errStopped.

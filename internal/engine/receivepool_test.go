@@ -70,6 +70,67 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	}
 }
 
+// TestReceivePoolFillsAThreadBeforeStartingAnother keeps flows open while
+// they arrive: the first flowsPerReceiveThread share one thread, and the
+// next starts a second where the engine may use two CPUs.
+func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
+	readers, writers := socketPairs(t, flowsPerReceiveThread+1)
+	var p receivePool
+	defer p.stop()
+	s := &session{}
+	meters := make([]flowMeter, len(readers))
+	errs := make(chan error, len(readers))
+	start := func(i int) {
+		go func() { errs <- p.receive(readers[i], &meters[i], s) }()
+	}
+	for i := range flowsPerReceiveThread {
+		start(i)
+	}
+	waitForPooledFlows(t, &p, flowsPerReceiveThread)
+	if n := poolThreads(&p); n != 1 {
+		t.Errorf("%d flows on %d threads, want one", flowsPerReceiveThread, n)
+	}
+	start(flowsPerReceiveThread)
+	waitForPooledFlows(t, &p, flowsPerReceiveThread+1)
+	want := min(2, usableCPUs())
+	if n := poolThreads(&p); n != want {
+		t.Errorf("%d flows on %d threads with %d usable CPUs, want %d", flowsPerReceiveThread+1, n, usableCPUs(), want)
+	}
+	for _, fd := range writers {
+		unix.Shutdown(fd, unix.SHUT_WR)
+	}
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitForPooledFlows waits until the pool's threads hold n flows.
+func waitForPooledFlows(t *testing.T, p *receivePool, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		held := 0
+		for _, th := range p.threads {
+			th.mu.Lock()
+			held += len(th.flows)
+			th.mu.Unlock()
+		}
+		p.mu.Unlock()
+		if held == n {
+			return
+		}
+	}
+	t.Fatalf("the pool did not hold %d flows within 5 s", n)
+}
+
+func poolThreads(p *receivePool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.threads)
+}
+
 // TestReceivePoolStopEndsSilentFlows stops the pool while its flows wait
 // for data that never comes: each ends at once with errStopped, and the
 // pool takes no flow after.
