@@ -31,10 +31,11 @@
 // measured CPUs (see streamSlice). A stream's reader waits for its socket
 // to be readable and then takes up to 128 KiB without waiting, as
 // iperf3's does (see receiveStream). A stream of more flows than the engine
-// has CPUs is driven instead by one such thread per CPU, each over its
-// group of flows through epoll (see streamGroups and receivePool); on
-// more than one CPU such a thread writes to a socket only once all it
-// was given has left, so that BBR's pacing does not hold each segment
+// has CPUs is sent instead by one such thread per CPU, each over its
+// group of flows through epoll (see streamGroups), and read by threads
+// that take up to 16 flows each, one per CPU at most (see receivePool);
+// on more than one CPU a sending thread writes to a socket only once all
+// it was given has left, so that BBR's pacing does not hold each segment
 // back for a timer (see drainBeforeWriting).
 // Listeners bypass it too: one thread per CPU waits in accept(2) on each
 // listening socket and answers a tcp_crr connection's one transaction

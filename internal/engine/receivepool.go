@@ -26,9 +26,9 @@ import (
 // cost 0.81 to 1.03 (median 0.95) of iperf3 3.12's CPU per byte, against
 // 0.74 to 1.09 (median 1.01) with a thread per CPU, in twelve paired runs
 // on veth, bridge and macvlan. A single reader for hundreds of flows
-// fell behind the senders: 256 flows on one engine 2.6 to 4.3 Gbit/s
-// against 5.2 to 7.9 with two, 1024 flows 12.4 to 12.9 against 14.6 to
-// 15.0 (docs/performance.md).
+// fell behind their 32 to 128 sending threads: 256 flows on one engine
+// read a median of 4.3 Gbit/s against 7.1 with two, 1024 flows 12.4 and
+// 12.9 against 14.6 and 15.0 (docs/performance.md).
 const flowsPerReceiveThread = 16
 
 // receivePool is an engine's receiving threads, started as flows need them.
