@@ -276,7 +276,7 @@ func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o Soc
 		return err
 	}
 	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
-		return e.receivers.receive(fd, m, s)
+		return e.receivers.receive(fd, int(h.flowCount), m, s)
 	}
 	defer holdP()()
 	if h.kind != kindRR {

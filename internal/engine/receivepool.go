@@ -19,8 +19,9 @@ import (
 // pass. Up to one flow per CPU, a blocking thread per flow saves the
 // epoll_wait between reads.
 //
-// A thread takes up to flowsPerReceiveThread flows before the pool starts
-// another, up to one per usable CPU. On a machine that also sends the
+// A stream's flows are read by one thread per flowsPerReceiveThread of
+// them, up to one per usable CPU, spread evenly (see threadShare). On a
+// machine that also sends the
 // stream, a second reader for four flows is one more thread beside the
 // sending groups (one per CPU): with one, four unpinned flows on two CPUs
 // cost 0.81 to 1.03 (median 0.95) of iperf3 3.12's CPU per byte, against
@@ -64,15 +65,16 @@ type pooledFlow struct {
 	done chan error
 }
 
-// receive reads a stream flow on one of the pool's threads (see place)
-// until its peer closes, and returns how it ended.
-func (p *receivePool) receive(fd int, m *flowMeter, s *session) error {
+// receive reads a flow of a stream of streamFlows flows on one of the
+// pool's threads (see place) until its peer closes, and returns how it
+// ended.
+func (p *receivePool) receive(fd int, streamFlows int, m *flowMeter, s *session) error {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fmt.Errorf("receive: set non-blocking: %w", err)
 	}
 	defer unix.SetNonblock(fd, false)
 	f := &pooledFlow{fd: fd, meter: m, s: s, last: monotonicNow(), done: make(chan error, 1)}
-	if err := p.place(f); err != nil {
+	if err := p.place(f, threadShare(streamFlows, usableCPUs())); err != nil {
 		return err
 	}
 	return <-f.done
@@ -100,11 +102,25 @@ func (t *receiveThread) kick() {
 	unix.Write(t.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
 }
 
+// threadShare is how many of a stream's flows one thread takes before
+// the pool starts another: a stream of up to flowsPerReceiveThread flows
+// shares one thread (with other such streams, up to that many flows); a
+// bigger one is spread evenly over as many threads as that takes, at
+// most one per CPU, so that 20 flows on two CPUs are read ten and ten,
+// not sixteen and four.
+func threadShare(streamFlows, cpus int) int {
+	threads := min(cpus, max(1, (streamFlows+flowsPerReceiveThread-1)/flowsPerReceiveThread))
+	if threads == 1 {
+		return flowsPerReceiveThread
+	}
+	return (streamFlows + threads - 1) / threads
+}
+
 // place registers a flow with the thread that has the fewest, starting
-// a thread first when that one already has flowsPerReceiveThread and
-// there are fewer threads than usable CPUs. Choosing and registering
-// under one lock lets flows that arrive together count each other.
-func (p *receivePool) place(f *pooledFlow) error {
+// a thread first when that one already has share flows and there are
+// fewer threads than usable CPUs. Choosing and registering under one
+// lock lets flows that arrive together count each other.
+func (p *receivePool) place(f *pooledFlow, share int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -120,7 +136,7 @@ func (p *receivePool) place(f *pooledFlow) error {
 			least, leastFlows = t, n
 		}
 	}
-	if least == nil || (leastFlows >= flowsPerReceiveThread && len(p.threads) < usableCPUs()) {
+	if least == nil || (leastFlows >= share && len(p.threads) < usableCPUs()) {
 		t, err := newReceiveThread()
 		if err != nil {
 			return err

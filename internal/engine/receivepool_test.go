@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	meters := make([]flowMeter, flows)
 	errs := make(chan error, flows)
 	for i, fd := range readers {
-		go func() { errs <- p.receive(fd, &meters[i], s) }()
+		go func() { errs <- p.receive(fd, len(readers), &meters[i], s) }()
 	}
 	chunk := make([]byte, 100_000)
 	for i, fd := range writers {
@@ -71,8 +72,8 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 }
 
 // TestReceivePoolFillsAThreadBeforeStartingAnother keeps flows open while
-// they arrive: the first flowsPerReceiveThread share one thread, and the
-// next starts a second where the engine may use two CPUs.
+// they arrive: small streams' first flowsPerReceiveThread flows share one
+// thread, and the next starts a second where the engine may use two CPUs.
 func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
 	readers, writers := socketPairs(t, flowsPerReceiveThread+1)
 	var p receivePool
@@ -81,7 +82,7 @@ func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
 	meters := make([]flowMeter, len(readers))
 	errs := make(chan error, len(readers))
 	start := func(i int) {
-		go func() { errs <- p.receive(readers[i], &meters[i], s) }()
+		go func() { errs <- p.receive(readers[i], flowsPerReceiveThread, &meters[i], s) }()
 	}
 	for i := range flowsPerReceiveThread {
 		start(i)
@@ -106,6 +107,52 @@ func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
 	}
 }
 
+// TestReceivePoolSpreadsABigStreamEvenly reads one stream of 20 flows:
+// two threads of ten where the engine may use two CPUs, not sixteen and
+// four.
+func TestReceivePoolSpreadsABigStreamEvenly(t *testing.T) {
+	const flows = 20
+	readers, writers := socketPairs(t, flows)
+	var p receivePool
+	defer p.stop()
+	s := &session{}
+	meters := make([]flowMeter, flows)
+	errs := make(chan error, flows)
+	for i, fd := range readers {
+		go func() { errs <- p.receive(fd, flows, &meters[i], s) }()
+	}
+	waitForPooledFlows(t, &p, flows)
+	want := []int{flows}
+	if usableCPUs() >= 2 {
+		want = []int{flows / 2, flows / 2}
+	}
+	if got := flowsPerThread(&p); !slices.Equal(got, want) {
+		t.Errorf("a stream of %d flows read as %v flows per thread, want %v", flows, got, want)
+	}
+	for _, fd := range writers {
+		unix.Shutdown(fd, unix.SHUT_WR)
+	}
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestThreadShare pins the split: small streams share a thread up to
+// flowsPerReceiveThread flows; bigger ones are spread evenly over the CPUs
+// they need.
+func TestThreadShare(t *testing.T) {
+	for _, c := range []struct{ flows, cpus, want int }{
+		{4, 2, 16}, {16, 2, 16}, {17, 2, 9}, {20, 2, 10}, {32, 2, 16},
+		{1024, 2, 512}, {20, 1, 16}, {1024, 8, 128}, {40, 8, 14},
+	} {
+		if got := threadShare(c.flows, c.cpus); got != c.want {
+			t.Errorf("threadShare(%d flows, %d CPUs) = %d, want %d", c.flows, c.cpus, got, c.want)
+		}
+	}
+}
+
 // waitForPooledFlows waits until the pool's threads hold n flows.
 func waitForPooledFlows(t *testing.T, p *receivePool, n int) {
 	t.Helper()
@@ -125,6 +172,19 @@ func waitForPooledFlows(t *testing.T, p *receivePool, n int) {
 	t.Fatalf("the pool did not hold %d flows within 5 s", n)
 }
 
+// flowsPerThread is how many flows each of the pool's threads holds.
+func flowsPerThread(p *receivePool) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var counts []int
+	for _, th := range p.threads {
+		th.mu.Lock()
+		counts = append(counts, len(th.flows))
+		th.mu.Unlock()
+	}
+	return counts
+}
+
 func poolThreads(p *receivePool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -141,7 +201,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 	meters := make([]flowMeter, len(readers))
 	errs := make(chan error, len(readers))
 	for i, fd := range readers[:3] {
-		go func() { errs <- p.receive(fd, &meters[i], s) }()
+		go func() { errs <- p.receive(fd, len(readers), &meters[i], s) }()
 	}
 	time.Sleep(100 * time.Millisecond)
 	p.stop()
@@ -155,7 +215,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 			t.Fatal("a flow still waited 5 s after the pool stopped")
 		}
 	}
-	if err := p.receive(readers[3], &meters[3], s); !errors.Is(err, errStopped) {
+	if err := p.receive(readers[3], len(readers), &meters[3], s); !errors.Is(err, errStopped) {
 		t.Errorf("a flow after the stop: %v, want %v", err, errStopped)
 	}
 }
@@ -172,7 +232,7 @@ func TestReceivePoolSleepsWithoutFlows(t *testing.T) {
 	meters := make([]flowMeter, len(readers))
 	errs := make(chan error, len(readers))
 	for i, fd := range readers {
-		go func() { errs <- p.receive(fd, &meters[i], s) }()
+		go func() { errs <- p.receive(fd, len(readers), &meters[i], s) }()
 	}
 	for _, fd := range writers {
 		if err := sendN(fd, make([]byte, 4096), 4096); err != nil {
