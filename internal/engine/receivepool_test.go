@@ -71,40 +71,60 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	}
 }
 
+// poolRun is a pool reading flows of socket pairs, for the tests of how
+// it places them.
+type poolRun struct {
+	p                receivePool
+	readers, writers []int
+	meters           []flowMeter
+	errs             chan error
+	s                session
+}
+
+func newPoolRun(t *testing.T, flows int) *poolRun {
+	r := &poolRun{meters: make([]flowMeter, flows), errs: make(chan error, flows)}
+	r.readers, r.writers = socketPairs(t, flows)
+	t.Cleanup(r.p.stop)
+	return r
+}
+
+// read starts reading flow i as one of a stream of streamFlows flows.
+func (r *poolRun) read(i, streamFlows int) {
+	go func() { r.errs <- r.p.receive(r.readers[i], streamFlows, &r.meters[i], &r.s) }()
+}
+
+// finish closes every flow's sending side and waits for its reader.
+func (r *poolRun) finish(t *testing.T) {
+	t.Helper()
+	for _, fd := range r.writers {
+		unix.Shutdown(fd, unix.SHUT_WR)
+	}
+	for range r.readers {
+		if err := <-r.errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestReceivePoolFillsAThreadBeforeStartingAnother keeps flows open while
 // they arrive: small streams' first flowsPerReceiveThread flows share one
 // thread, and the next starts a second where the engine may use two CPUs.
 func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
-	readers, writers := socketPairs(t, flowsPerReceiveThread+1)
-	var p receivePool
-	defer p.stop()
-	s := &session{}
-	meters := make([]flowMeter, len(readers))
-	errs := make(chan error, len(readers))
-	start := func(i int) {
-		go func() { errs <- p.receive(readers[i], flowsPerReceiveThread, &meters[i], s) }()
-	}
+	r := newPoolRun(t, flowsPerReceiveThread+1)
 	for i := range flowsPerReceiveThread {
-		start(i)
+		r.read(i, flowsPerReceiveThread)
 	}
-	waitForPooledFlows(t, &p, flowsPerReceiveThread)
-	if n := poolThreads(&p); n != 1 {
+	waitForPooledFlows(t, &r.p, flowsPerReceiveThread)
+	if n := poolThreads(&r.p); n != 1 {
 		t.Errorf("%d flows on %d threads, want one", flowsPerReceiveThread, n)
 	}
-	start(flowsPerReceiveThread)
-	waitForPooledFlows(t, &p, flowsPerReceiveThread+1)
+	r.read(flowsPerReceiveThread, flowsPerReceiveThread)
+	waitForPooledFlows(t, &r.p, flowsPerReceiveThread+1)
 	want := min(2, usableCPUs())
-	if n := poolThreads(&p); n != want {
+	if n := poolThreads(&r.p); n != want {
 		t.Errorf("%d flows on %d threads with %d usable CPUs, want %d", flowsPerReceiveThread+1, n, usableCPUs(), want)
 	}
-	for _, fd := range writers {
-		unix.Shutdown(fd, unix.SHUT_WR)
-	}
-	for range readers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.finish(t)
 }
 
 // TestReceivePoolSpreadsABigStreamEvenly reads one stream of 20 flows:
@@ -112,31 +132,19 @@ func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
 // four.
 func TestReceivePoolSpreadsABigStreamEvenly(t *testing.T) {
 	const flows = 20
-	readers, writers := socketPairs(t, flows)
-	var p receivePool
-	defer p.stop()
-	s := &session{}
-	meters := make([]flowMeter, flows)
-	errs := make(chan error, flows)
-	for i, fd := range readers {
-		go func() { errs <- p.receive(fd, flows, &meters[i], s) }()
+	r := newPoolRun(t, flows)
+	for i := range flows {
+		r.read(i, flows)
 	}
-	waitForPooledFlows(t, &p, flows)
+	waitForPooledFlows(t, &r.p, flows)
 	want := []int{flows}
 	if usableCPUs() >= 2 {
 		want = []int{flows / 2, flows / 2}
 	}
-	if got := flowsPerThread(&p); !slices.Equal(got, want) {
+	if got := flowsPerThread(&r.p); !slices.Equal(got, want) {
 		t.Errorf("a stream of %d flows read as %v flows per thread, want %v", flows, got, want)
 	}
-	for _, fd := range writers {
-		unix.Shutdown(fd, unix.SHUT_WR)
-	}
-	for range readers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.finish(t)
 }
 
 // TestThreadShare pins the split: small streams share a thread up to
