@@ -21,12 +21,11 @@ import (
 //
 // A stream's flows are read by one thread per flowsPerReceiveThread of
 // them, up to one per usable CPU, spread evenly (see threadShare). On a
-// machine that also sends the
-// stream, a second reader for four flows is one more thread beside the
-// sending groups (one per CPU): with one, four unpinned flows on two CPUs
-// cost 0.81 to 1.03 (median 0.95) of iperf3 3.12's CPU per byte, against
-// 0.74 to 1.09 (median 1.01) with a thread per CPU, in twelve paired runs
-// on veth, bridge and macvlan. A single reader for hundreds of flows
+// machine that also sends the stream, a second reader for four flows is
+// one more thread beside the sending groups (one per CPU): with one, four
+// unpinned flows on two CPUs cost 0.81 to 1.03 (median 0.95) of iperf3
+// 3.12's CPU per byte, against 0.74 to 1.09 (median 1.01) with a thread
+// per CPU, in twelve paired runs on veth, bridge and macvlan. A single reader for hundreds of flows
 // fell behind their 32 to 128 sending threads: 256 flows on one engine
 // read a median of 4.3 Gbit/s against 7.1 with two, 1024 flows 12.4 and
 // 12.9 against 14.6 and 15.0 (docs/performance.md).
