@@ -25,10 +25,11 @@ import (
 // one more thread beside the sending groups (one per CPU): with one, four
 // unpinned flows on two CPUs cost 0.81 to 1.03 (median 0.95) of iperf3
 // 3.12's CPU per byte, against 0.74 to 1.09 (median 1.01) with a thread
-// per CPU, in twelve paired runs on veth, bridge and macvlan. A single reader for hundreds of flows
-// fell behind their 32 to 128 sending threads: 256 flows on one engine
-// read a median of 4.3 Gbit/s against 7.1 with two, 1024 flows 12.4 and
-// 12.9 against 14.6 and 15.0 (docs/performance.md).
+// per CPU, in twelve paired runs on veth, bridge and macvlan. A single
+// reader for hundreds of flows fell behind their 32 to 128 sending
+// threads: 256 flows on one engine read a median of 4.3 Gbit/s against
+// 7.1 with two, 1024 flows 12.4 and 12.9 against 14.6 and 15.0
+// (docs/performance.md).
 const flowsPerReceiveThread = 16
 
 // receivePool is an engine's receiving threads, started as flows need them.
@@ -73,7 +74,8 @@ func (p *receivePool) receive(fd int, streamFlows int, m *flowMeter, s *session)
 	}
 	defer unix.SetNonblock(fd, false)
 	f := &pooledFlow{fd: fd, meter: m, s: s, last: monotonicNow(), done: make(chan error, 1)}
-	if err := p.place(f, threadShare(streamFlows, usableCPUs())); err != nil {
+	cpus := usableCPUs()
+	if err := p.place(f, threadShare(streamFlows, cpus), cpus); err != nil {
 		return err
 	}
 	return <-f.done
@@ -117,9 +119,9 @@ func threadShare(streamFlows, cpus int) int {
 
 // place registers a flow with the thread that has the fewest, starting
 // a thread first when that one already has share flows and there are
-// fewer threads than usable CPUs. Choosing and registering under one
-// lock lets flows that arrive together count each other.
-func (p *receivePool) place(f *pooledFlow, share int) error {
+// fewer threads than cpus. Choosing and registering under one lock lets
+// flows that arrive together count each other.
+func (p *receivePool) place(f *pooledFlow, share, cpus int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -135,7 +137,7 @@ func (p *receivePool) place(f *pooledFlow, share int) error {
 			least, leastFlows = t, n
 		}
 	}
-	if least == nil || (leastFlows >= share && len(p.threads) < usableCPUs()) {
+	if least == nil || (leastFlows >= share && len(p.threads) < cpus) {
 		t, err := newReceiveThread()
 		if err != nil {
 			return err

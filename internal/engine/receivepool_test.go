@@ -115,13 +115,13 @@ func TestReceivePoolFillsAThreadBeforeStartingAnother(t *testing.T) {
 		r.read(i, flowsPerReceiveThread)
 	}
 	waitForPooledFlows(t, &r.p, flowsPerReceiveThread)
-	if n := poolThreads(&r.p); n != 1 {
+	if n := len(flowsPerThread(&r.p)); n != 1 {
 		t.Errorf("%d flows on %d threads, want one", flowsPerReceiveThread, n)
 	}
 	r.read(flowsPerReceiveThread, flowsPerReceiveThread)
 	waitForPooledFlows(t, &r.p, flowsPerReceiveThread+1)
 	want := min(2, usableCPUs())
-	if n := poolThreads(&r.p); n != want {
+	if n := len(flowsPerThread(&r.p)); n != want {
 		t.Errorf("%d flows on %d threads with %d usable CPUs, want %d", flowsPerReceiveThread+1, n, usableCPUs(), want)
 	}
 	r.finish(t)
@@ -165,14 +165,10 @@ func TestThreadShare(t *testing.T) {
 func waitForPooledFlows(t *testing.T, p *receivePool, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		p.mu.Lock()
 		held := 0
-		for _, th := range p.threads {
-			th.mu.Lock()
-			held += len(th.flows)
-			th.mu.Unlock()
+		for _, c := range flowsPerThread(p) {
+			held += c
 		}
-		p.mu.Unlock()
 		if held == n {
 			return
 		}
@@ -191,12 +187,6 @@ func flowsPerThread(p *receivePool) []int {
 		th.mu.Unlock()
 	}
 	return counts
-}
-
-func poolThreads(p *receivePool) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.threads)
 }
 
 // TestReceivePoolStopEndsSilentFlows stops the pool while its flows wait
