@@ -71,8 +71,8 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	}
 }
 
-// poolRun is a pool reading flows of socket pairs, for the tests of how
-// it places them.
+// poolRun is a pool reading flows of socket pairs, torn down when the
+// test ends.
 type poolRun struct {
 	p                receivePool
 	readers, writers []int
@@ -223,28 +223,19 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 // threads must then sleep. Waking every yieldInterval, two idle threads
 // cost the process 140 to 230 switches in each window measured here.
 func TestReceivePoolSleepsWithoutFlows(t *testing.T) {
-	readers, writers := socketPairs(t, 2)
-	var p receivePool
-	defer p.stop()
-	s := &session{}
-	meters := make([]flowMeter, len(readers))
-	errs := make(chan error, len(readers))
-	for i, fd := range readers {
-		go func() { errs <- p.receive(fd, len(readers), &meters[i], s) }()
+	const flows = 2
+	r := newPoolRun(t, flows)
+	for i := range flows {
+		r.read(i, flows)
 	}
-	for _, fd := range writers {
+	for _, fd := range r.writers {
 		if err := sendN(fd, make([]byte, 4096), 4096); err != nil {
 			t.Fatal(err)
 		}
-		unix.Shutdown(fd, unix.SHUT_WR)
 	}
-	for range readers {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.finish(t)
 	if n := quietestSwitches(t); n > 60 {
-		t.Errorf("the process switched %d times in its quietest 0.2 s with %d idle receive threads", n, len(p.threads))
+		t.Errorf("the process switched %d times in its quietest 0.2 s with %d idle receive threads", n, len(flowsPerThread(&r.p)))
 	}
 }
 
