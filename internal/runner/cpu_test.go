@@ -26,6 +26,7 @@ import (
 // nothing in it is counted twice, and cpu_s_per_gb describes the same
 // seconds as the percentages.
 func TestCPUAddsUpAtScale(t *testing.T) {
+	const run = time.Second
 	cases := runScenarioText(t, `{name: cpu, duration: 1s, warmup: 0s, samples: 1, modes: [bridge], topologies: [chc], workloads: [
   {type: tcp_stream, flows: 1},
   {type: tcp_stream, pattern: containers_x_flows, clients: 64, flows: 16, send_buffer: 256K, receive_buffer: 256K}]}`)
@@ -62,15 +63,25 @@ func TestCPUAddsUpAtScale(t *testing.T) {
 		if math.Abs(spent-both) > 0.05*both {
 			t.Errorf("%s: cpu_s_per_gb over the sample is %.1f%% of a core, sender + receiver %.1f%%", c.Key, spent, both)
 		}
-		// Throughput is over the time from the first byte sent to the
-		// last received, and the readings also hold the flows' closing
-		// (5% of the sample at 64 endpoints of 16 flows); but never
-		// more cores than the machine has: a span that began at the
-		// first byte received read 211% on two cores.
-		atRate := v[model.CPUSPerGB] * v[model.ThroughputBPS] / 8e9 * 100
-		if atRate > 1.10*machine || atRate > 102*cores {
-			t.Errorf("%s: cpu_s_per_gb at %.2f Gbit/s is %.1f%% of a core: more than the machine's %.1f%% or its %v cores",
-				c.Key, v[model.ThroughputBPS]/1e9, atRate, machine, cores)
+		// Throughput is over a span inside the readings, which also
+		// hold the flows' closing. Across endpoints the span starts at
+		// the first byte sent, and every client sends for the run's
+		// second from its start, so it holds that second. One flow's
+		// starts at its first byte received, a few milliseconds in (13
+		// ms seen; more where other tests share the CPUs). A span that
+		// began at the first byte received across endpoints was 0.3 s
+		// short at 64 endpoints of 16 flows, and CPU-seconds per GB at
+		// that rate read 211% on two cores; one from the last
+		// endpoint's first byte read 0.905 to 0.958 s.
+		span := v[model.ReceivedBytes] * 8 / v[model.ThroughputBPS]
+		least := 0.9 * run.Seconds()
+		if c.Params.Clients > 1 {
+			least = 0.99 * run.Seconds()
+		}
+		t.Logf("%s: throughput over %.3f s", c.Key, span)
+		if span < least || span > 1.01*s.Duration.Seconds() {
+			t.Errorf("%s: %.2f Gbit/s is %.0f bytes over %.3f s: less than %.2f s of sending or more than the readings' %v",
+				c.Key, v[model.ThroughputBPS]/1e9, v[model.ReceivedBytes], span, least, s.Duration)
 		}
 	}
 }
