@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -96,14 +97,21 @@ func sendStreams(fds []int, buf []byte, flows int, deadline int64, drained bool)
 		if err != nil {
 			return sent, monotonicNow(), err
 		}
-		if progressed {
+		// A socket found full is written again once epoll says it has
+		// room. While others still take bytes, ask without waiting:
+		// otherwise it waits until every other socket is full too.
+		wait := 0
+		switch {
+		case progressed && !slices.Contains(writable, false):
 			stalledSince = now
 			continue
-		}
-		if time.Duration(now-stalledSince) > clientSocketTimeout {
+		case progressed:
+			stalledSince = now
+		case time.Duration(now-stalledSince) > clientSocketTimeout:
 			return sent, now, errSocketTimeout
+		default:
+			wait = max(1, min(int((deadline-now)/int64(time.Millisecond)), int(yieldInterval/time.Millisecond)))
 		}
-		wait := max(1, min(int((deadline-now)/int64(time.Millisecond)), int(yieldInterval/time.Millisecond)))
 		n, err := unix.EpollWait(ep, events, wait)
 		if err != nil && err != unix.EINTR {
 			return sent, monotonicNow(), fmt.Errorf("epoll wait: %w", err)
