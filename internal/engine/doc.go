@@ -33,8 +33,8 @@
 // iperf3's does (see receiveStream). A stream of more flows than the engine
 // has CPUs is sent instead by one such thread per CPU, each over its
 // group of flows through epoll (see streamGroups), writing a full socket
-// again as soon as it has room, and read by a thread
-// per 16 flows, spread evenly, one per CPU at most (see receivePool);
+// again as soon as it has room, and read by a thread per 16 flows,
+// spread evenly, one per CPU at most (see receivePool);
 // on more than one CPU a sending thread writes to a socket only once all
 // it was given has left, so that BBR's pacing does not hold each segment
 // back for a timer (see drainBeforeWriting).

@@ -275,8 +275,8 @@ func (e *engine) serveFlow(fd int, h connHeader, m *flowMeter, s *session, o Soc
 	if err := configureSocket(fd, h.kind == kindRR && !o.Nagle, serverSocketTimeout); err != nil {
 		return err
 	}
-	if h.kind != kindRR && int(h.flowCount) > usableCPUs() {
-		return e.receivers.receive(fd, int(h.flowCount), m, s)
+	if cpus := usableCPUs(); h.kind != kindRR && int(h.flowCount) > cpus {
+		return e.receivers.receive(fd, int(h.flowCount), cpus, m, s)
 	}
 	defer holdP()()
 	if h.kind != kindRR {

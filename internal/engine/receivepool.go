@@ -66,15 +66,14 @@ type pooledFlow struct {
 }
 
 // receive reads a flow of a stream of streamFlows flows on one of the
-// pool's threads (see place) until its peer closes, and returns how it
-// ended.
-func (p *receivePool) receive(fd int, streamFlows int, m *flowMeter, s *session) error {
+// pool's threads (see place), the engine using cpus CPUs, until its peer
+// closes, and returns how it ended.
+func (p *receivePool) receive(fd, streamFlows, cpus int, m *flowMeter, s *session) error {
 	if err := unix.SetNonblock(fd, true); err != nil {
 		return fmt.Errorf("receive: set non-blocking: %w", err)
 	}
 	defer unix.SetNonblock(fd, false)
 	f := &pooledFlow{fd: fd, meter: m, s: s, last: monotonicNow(), done: make(chan error, 1)}
-	cpus := usableCPUs()
 	if err := p.place(f, threadShare(streamFlows, cpus), cpus); err != nil {
 		return err
 	}

@@ -33,17 +33,12 @@ func socketPairs(t *testing.T, n int) (readers, writers []int) {
 // number of bytes, on the pool's threads, no more of them than CPUs.
 func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	const flows = 48
-	readers, writers := socketPairs(t, flows)
-	var p receivePool
-	defer p.stop()
-	s := &session{}
-	meters := make([]flowMeter, flows)
-	errs := make(chan error, flows)
-	for i, fd := range readers {
-		go func() { errs <- p.receive(fd, len(readers), &meters[i], s) }()
+	r := newPoolRun(t, flows)
+	for i := range flows {
+		r.read(i, flows)
 	}
 	chunk := make([]byte, 100_000)
-	for i, fd := range writers {
+	for i, fd := range r.writers {
 		for range i + 1 {
 			if err := sendN(fd, chunk, len(chunk)); err != nil {
 				t.Fatal(err)
@@ -53,7 +48,7 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 	}
 	for range flows {
 		select {
-		case err := <-errs:
+		case err := <-r.errs:
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,12 +56,12 @@ func TestReceivePoolCountsEveryFlow(t *testing.T) {
 			t.Fatal("a flow was still being read 10 s after its peer closed")
 		}
 	}
-	for i, m := range meters {
+	for i, m := range r.meters {
 		if want := int64((i + 1) * len(chunk)); m.bytes != want {
 			t.Errorf("flow %d: %d bytes, want %d", i, m.bytes, want)
 		}
 	}
-	if n, cpus := len(p.threads), usableCPUs(); n < 1 || n > cpus {
+	if n, cpus := len(r.p.threads), usableCPUs(); n < 1 || n > cpus {
 		t.Errorf("%d receiving threads for %d flows on %d CPUs", n, flows, cpus)
 	}
 }
@@ -90,7 +85,7 @@ func newPoolRun(t *testing.T, flows int) *poolRun {
 
 // read starts reading flow i as one of a stream of streamFlows flows.
 func (r *poolRun) read(i, streamFlows int) {
-	go func() { r.errs <- r.p.receive(r.readers[i], streamFlows, &r.meters[i], &r.s) }()
+	go func() { r.errs <- r.p.receive(r.readers[i], streamFlows, usableCPUs(), &r.meters[i], &r.s) }()
 }
 
 // finish closes every flow's sending side and waits for its reader.
@@ -199,7 +194,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 	meters := make([]flowMeter, len(readers))
 	errs := make(chan error, len(readers))
 	for i, fd := range readers[:3] {
-		go func() { errs <- p.receive(fd, len(readers), &meters[i], s) }()
+		go func() { errs <- p.receive(fd, len(readers), usableCPUs(), &meters[i], s) }()
 	}
 	time.Sleep(100 * time.Millisecond)
 	p.stop()
@@ -213,7 +208,7 @@ func TestReceivePoolStopEndsSilentFlows(t *testing.T) {
 			t.Fatal("a flow still waited 5 s after the pool stopped")
 		}
 	}
-	if err := p.receive(readers[3], len(readers), &meters[3], s); !errors.Is(err, errStopped) {
+	if err := p.receive(readers[3], len(readers), usableCPUs(), &meters[3], s); !errors.Is(err, errStopped) {
 		t.Errorf("a flow after the stop: %v, want %v", err, errStopped)
 	}
 }

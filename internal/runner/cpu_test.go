@@ -27,7 +27,7 @@ import (
 // seconds as the percentages.
 func TestCPUAddsUpAtScale(t *testing.T) {
 	const run = time.Second
-	cases := runScenarioText(t, `{name: cpu, duration: 1s, warmup: 0s, samples: 1, modes: [bridge], topologies: [chc], workloads: [
+	cases := runScenarioText(t, `{name: cpu, duration: `+run.String()+`, warmup: 0s, samples: 1, modes: [bridge], topologies: [chc], workloads: [
   {type: tcp_stream, flows: 1},
   {type: tcp_stream, pattern: containers_x_flows, clients: 64, flows: 16, send_buffer: 256K, receive_buffer: 256K}]}`)
 	if len(cases) != 2 {
